@@ -1,0 +1,106 @@
+"""
+Config files and --key=value overrides for train.py, nanoGPT style:
+
+    python train.py config/demo_cpu.py --batch_size=32 --compile=False
+
+train.py defines its defaults as module-level globals, then runs
+exec(open('configurator.py').read()), which applies this file's `configure` to them.
+Config files are Python; overrides are Python literals (true/false accepted for bools).
+Unknown keys and wrong types stop the run with one line naming the key and the fix.
+"""
+import ast
+import difflib
+import json
+import os
+import sys
+import types
+from typing import Any
+
+
+def _fail(message: str) -> None:
+    raise SystemExit(f"config error: {message}")
+
+
+def _unknown(key: str, known: dict, where: str) -> None:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    _fail(f"unknown key '{key}' in {where}{hint}")
+
+
+def _check_type(key: str, value: Any, default: Any, where: str) -> Any:
+    """Return value converted to the default's type, or stop with a clear message."""
+    if default is None or value is None:
+        return value  # None defaults take any type; any key may be set to None
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(value, type(default)):
+        return value
+    _fail(f"{key}={value!r} in {where} is {type(value).__name__}, "
+          f"expected {type(default).__name__} like the default {default!r}")
+
+
+def _parse_literal(key: str, raw: str, default: Any) -> Any:
+    if isinstance(default, bool) and raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    if isinstance(default, (list, dict)) and raw.endswith(".json"):
+        if not os.path.isfile(raw):
+            _fail(f"--{key}={raw}: no such JSON file")
+        with open(raw) as f:
+            try:
+                return json.load(f)
+            except json.JSONDecodeError as e:
+                _fail(f"--{key}={raw}: invalid JSON ({e})")
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        if isinstance(default, str) or default is None:
+            return raw  # a bare word such as --init_from=resume
+        _fail(f"--{key}={raw} is not a valid Python literal of type {type(default).__name__}")
+
+
+def _read_config_file(path: str, config: dict) -> dict:
+    if not os.path.isfile(path):
+        _fail(f"config file '{path}' not found (give a path such as config/demo_cpu.py)")
+    scope: dict = {}
+    with open(path) as f:
+        source = f.read()
+    try:
+        exec(compile(source, path, "exec"), scope)
+    except Exception as e:  # a config file is user code: report where it broke
+        _fail(f"config file '{path}' failed: {type(e).__name__}: {e}")
+    updates = {}
+    for key, value in scope.items():
+        if key.startswith("_") or isinstance(value, (types.ModuleType, types.FunctionType, type)):
+            continue
+        if key not in config:
+            _unknown(key, config, path)
+        updates[key] = _check_type(key, value, config[key], path)
+    return updates
+
+
+def configure(config: dict, argv: list[str]) -> dict:
+    """Apply config files and --key=value overrides in argv to a copy of config; return it."""
+    config = dict(config)
+    for arg in argv:
+        if not arg.startswith("--"):
+            config.update(_read_config_file(arg, config))
+            continue
+        key, sep, raw = arg[2:].partition("=")
+        if not sep:
+            _fail(f"'{arg}' has no value; write --{key}=VALUE")
+        if key not in config:
+            _unknown(key, config, "the command line")
+        value = _parse_literal(key, raw, config[key])
+        config[key] = _check_type(key, value, config[key], "the command line")
+    return config
+
+
+if __name__ != "configurator":  # exec'd by train.py: update its config globals
+    globals().update(configure({k: globals()[k] for k in config_keys}, sys.argv[1:]))  # noqa: F821

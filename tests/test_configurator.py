@@ -1,0 +1,76 @@
+import json
+
+import pytest
+
+from configurator import configure
+
+DEFAULTS = dict(batch_size=16, learning_rate=6e-4, compile=False, out_dir='out', init_from='scratch',
+                max_iters=100, peak_flops=None, schedule=[], model_overrides={})
+
+
+def run(*argv):
+    return configure(DEFAULTS, list(argv))
+
+
+def error_of(*argv) -> str:
+    with pytest.raises(SystemExit) as e:
+        run(*argv)
+    message = str(e.value)
+    assert '\n' not in message and message.startswith('config error:')
+    return message
+
+
+def test_overrides_are_typed_literals():
+    cfg = run('--batch_size=32', '--learning_rate=1e-3', '--compile=True', '--init_from=resume')
+    assert cfg['batch_size'] == 32 and cfg['learning_rate'] == 1e-3
+    assert cfg['compile'] is True and cfg['init_from'] == 'resume'
+    assert DEFAULTS['batch_size'] == 16  # the defaults are not mutated
+
+
+def test_int_accepted_for_float_and_bool_words():
+    cfg = run('--learning_rate=1', '--compile=true')
+    assert cfg['learning_rate'] == 1.0 and isinstance(cfg['learning_rate'], float)
+    assert cfg['compile'] is True
+    assert run('--compile=false')['compile'] is False
+
+
+def test_none_default_is_overridable_and_anything_can_be_none():
+    assert run('--peak_flops=1e12')['peak_flops'] == 1e12
+    assert run('--max_iters=None')['max_iters'] is None
+
+
+def test_unknown_key_on_command_line_suggests_close_match():
+    message = error_of('--learning_rat=1e-3')
+    assert "unknown key 'learning_rat'" in message and "did you mean 'learning_rate'" in message
+
+
+def test_type_errors():
+    assert 'not a valid Python literal of type int' in error_of('--batch_size=big')
+    assert 'expected int' in error_of('--batch_size=1.5')
+    assert 'expected bool' in error_of('--compile=1')
+    assert 'has no value' in error_of('--compile')
+
+
+def test_config_file_with_list_dict_and_unknown_key(tmp_path):
+    good = tmp_path / 'good.py'
+    good.write_text("import math\nbatch_size = 8\nschedule = [{'name': 'set_lr', 'value': 1e-4, 'at_iter': 5}]\n"
+                    "model_overrides = {'norm_eps': 1e-6}\nlearning_rate = math.sqrt(1e-6)\n")
+    cfg = run(str(good), '--batch_size=4')
+    assert cfg['batch_size'] == 4 and cfg['schedule'][0]['name'] == 'set_lr'
+    assert cfg['model_overrides'] == {'norm_eps': 1e-6} and cfg['learning_rate'] == pytest.approx(1e-3)
+    bad = tmp_path / 'bad.py'
+    bad.write_text("bach_size = 8\n")
+    message = error_of(str(bad))
+    assert "unknown key 'bach_size'" in message and str(bad) in message and "'batch_size'" in message
+    assert 'not found' in error_of(str(tmp_path / 'missing.py'))
+    wrong = tmp_path / 'wrong.py'
+    wrong.write_text("schedule = 'nope'\n")
+    assert 'expected list' in error_of(str(wrong))
+
+
+def test_list_from_json_file(tmp_path):
+    path = tmp_path / 'schedule.json'
+    path.write_text(json.dumps([{'name': 'set_mask_rate', 'value': 0.15, 'at_iter': 3}]))
+    assert run(f'--schedule={path}')['schedule'] == [{'name': 'set_mask_rate', 'value': 0.15, 'at_iter': 3}]
+    path.write_text('[{')
+    assert 'invalid JSON' in error_of(f'--schedule={path}')
