@@ -1,0 +1,59 @@
+"""
+The masked-language-modelling data path, shared by train.py and bench.py: random windows of the token
+files written by prepare.py, the token space masking works in, MLM corruption, and the weighting that
+makes gradient accumulation exact.
+"""
+import os
+
+import numpy as np
+import torch
+
+
+def seed_for(*parts: int) -> int:
+    """A 63-bit seed mixed from non-negative integers such as (seed, iteration, micro-batch)."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(2, np.uint64)[0] >> np.uint64(1))
+
+
+def get_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_size: int,
+                gen: torch.Generator, device: str) -> torch.Tensor:
+    """batch_size random windows of block_size tokens from <data_dir>/<split>.bin, on device (nanoGPT's get_batch)."""
+    # a fresh memmap per batch avoids the memory leak of a long-lived one
+    data = np.memmap(os.path.join(data_dir, f'{split}.bin'), dtype=dtype, mode='r')
+    ix = torch.randint(len(data) - block_size, (batch_size,), generator=gen).tolist()
+    x = torch.from_numpy(np.stack([data[i:i + block_size].astype(np.int64) for i in ix]))
+    if device.startswith('cuda'):
+        return x.pin_memory().to(device, non_blocking=True)
+    return x
+
+
+class TokenSpace:
+    """The ids masking needs in one token space: the full one (meta.json) or a shrunken one (vocab_K.pt)."""
+
+    def __init__(self, src: dict, device: str):
+        self.size = src.get('shrunken_vocab_size', src['vocab_size'])
+        self.mask_token_id = src['mask_token_id']
+        special = torch.zeros(self.size, dtype=torch.bool)
+        special[torch.tensor(src['special_token_ids'], dtype=torch.long)] = True
+        self.special = special.to(device)
+        self.random_ids = torch.nonzero(~special).squeeze(1).to(device)
+
+
+def mask_tokens(x: torch.Tensor, space: TokenSpace, rate: float, mask_token_prob: float,
+                random_token_prob: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """MLM corruption. Each non-special token is selected with probability `rate`; a selected token becomes
+    [MASK] with mask_token_prob, a random non-special token with random_token_prob, else stays.
+    Returns (inputs, labels) with labels -100 where nothing is predicted."""
+    probs = torch.rand(x.shape, device=x.device, generator=gen)
+    action = torch.rand(x.shape, device=x.device, generator=gen)
+    random_ids = space.random_ids[torch.randint(len(space.random_ids), x.shape, device=x.device, generator=gen)]
+    selected = (probs < rate) & ~space.special[x]
+    labels = torch.where(selected, x, -100)
+    inputs = torch.where(selected & (action < mask_token_prob), space.mask_token_id, x)
+    use_random = selected & (action >= mask_token_prob) & (action < mask_token_prob + random_token_prob)
+    return torch.where(use_random, random_ids, inputs), labels
+
+
+def micro_batch_loss(mean_loss: torch.Tensor, n_predicted: torch.Tensor, n_step: torch.Tensor) -> torch.Tensor:
+    """A micro-batch's share of the step loss: its mean loss weighted by its predicted tokens over those of the
+    whole step (all micro-batches, all ranks), so accumulation equals one big batch. No prediction, no share."""
+    return torch.where(n_predicted > 0, mean_loss.float(), 0.0) * (n_predicted / n_step)

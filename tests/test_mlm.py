@@ -1,0 +1,43 @@
+import torch
+
+from mlm import TokenSpace, mask_tokens, micro_batch_loss
+
+SPACE = dict(vocab_size=1000, mask_token_id=3, special_token_ids=[0, 1, 2, 3, 4, 999])
+
+
+def test_masking_statistics_over_a_million_positions():
+    space = TokenSpace(SPACE, 'cpu')
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 1000, (1000, 1000), generator=gen)
+    inputs, labels = mask_tokens(x, space, 0.30, 0.8, 0.1, gen)
+    special = space.special[x]
+    selected = labels != -100
+    assert not (selected & special).any(), "a special token was selected"
+    assert abs(selected.float().sum() / (~special).sum() - 0.30) < 0.01
+    assert torch.equal(labels[selected], x[selected])
+    as_mask = (inputs == 3) & selected
+    changed = (inputs != x) & selected & ~as_mask
+    kept = (inputs == x) & selected
+    n = selected.sum()
+    assert abs(as_mask.sum() / n - 0.8) < 0.01
+    # a random draw can hit the original token: the kept share absorbs 1/|random ids| of the random share
+    assert abs(changed.sum() / n - 0.1) < 0.01 and abs(kept.sum() / n - 0.1) < 0.01
+    assert not space.special[inputs[changed]].any(), "a random replacement was a special token"
+    assert torch.equal(inputs[~selected], x[~selected])
+
+
+def test_neobert_recipe_masks_everything_selected():
+    space = TokenSpace(SPACE, 'cpu')
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randint(5, 999, (200, 500), generator=gen)
+    inputs, labels = mask_tokens(x, space, 0.20, 1.0, 0.0, gen)
+    selected = labels != -100
+    assert (inputs[selected] == 3).all() and abs(selected.float().mean() - 0.20) < 0.01
+
+
+def test_micro_batch_loss_weights_by_predicted_tokens():
+    losses = torch.tensor([2.0, 4.0]), torch.tensor([10, 30])
+    total = sum(micro_batch_loss(l, n, losses[1].sum()) for l, n in zip(*losses))
+    assert torch.allclose(total, torch.tensor((2.0 * 10 + 4.0 * 30) / 40))
+    empty = micro_batch_loss(torch.tensor(float('nan')), torch.tensor(0), torch.tensor(40))
+    assert empty.item() == 0.0
