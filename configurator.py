@@ -9,6 +9,7 @@ Config files are Python; overrides are Python literals (true/false accepted for 
 Unknown keys and wrong types stop the run with one line naming the key and the fix.
 """
 import ast
+import builtins
 import difflib
 import json
 import os
@@ -72,7 +73,7 @@ def _read_config_file(path: str, config: dict) -> dict:
     with open(path) as f:
         source = f.read()
     try:
-        exec(compile(source, path, "exec"), scope)
+        exec(builtins.compile(source, path, "exec"), scope)  # train.py has a global named compile
     except Exception as e:  # a config file is user code: report where it broke
         _fail(f"config file '{path}' failed: {type(e).__name__}: {e}")
     updates = {}

@@ -30,7 +30,7 @@ class TokenSpace:
     """The ids masking needs in one token space: the full one (meta.json) or a shrunken one (vocab_K.pt)."""
 
     def __init__(self, src: dict, device: str):
-        self.size = src.get('shrunken_vocab_size', src['vocab_size'])
+        self.size = src.get('shrunk_vocab_size', src['vocab_size'])
         self.mask_token_id = src['mask_token_id']
         special = torch.zeros(self.size, dtype=torch.bool)
         special[torch.tensor(src['special_token_ids'], dtype=torch.long)] = True

@@ -1,0 +1,80 @@
+"""
+Fill [MASK] in sentences with a trained checkpoint: the encoder's analogue of nanoGPT's sample.py.
+
+    python fill_mask.py --out_dir=out-demo
+    python fill_mask.py --ckpt=out-demo/ckpt.pt --text="To be, or not to [MASK]: that is the question." --top_k=5
+"""
+import os
+import sys
+
+import torch
+
+from checkpoint import load_checkpoint
+from configurator import configure
+from model import Encoder, EncoderConfig
+from prepare import Tokenizer, load_tokenizer
+
+DEFAULTS = dict(
+    out_dir='out',
+    ckpt=None,  # None: <out_dir>/ckpt.pt
+    text=None,  # None: the sentences below
+    top_k=5,
+    device='cpu',
+)
+SENTENCES = [
+    "To be, or not to [MASK], that is the question.",
+    "O Romeo, Romeo, wherefore art thou [MASK]?",
+    "All the world's a [MASK], and all the men and women merely players.",
+    "Now is the winter of our [MASK] made glorious summer by this sun of York.",
+]
+
+
+class MaskFiller:
+    """A checkpoint's model with its tokenizer; in a shrunken-vocabulary phase, ids go through its remapping."""
+
+    def __init__(self, path: str, device: str = 'cpu'):
+        if not os.path.isfile(path):
+            raise SystemExit(f"fill_mask.py: no checkpoint at {path}; train one first (python train.py config/demo_cpu.py)")
+        ckpt = load_checkpoint(path)
+        self.model = Encoder(EncoderConfig(**ckpt['model_args']))
+        self.model.load_state_dict(ckpt['model'])
+        self.model.to(device).eval()
+        self.device = device
+        self.tokenizer: Tokenizer = load_tokenizer(ckpt['dataset_meta']['tokenizer'])
+        self.remap = None
+        if ckpt['state']['remapping']:
+            self.remap = torch.load(ckpt['config']['vocab_remapping_file'], weights_only=True)
+
+    @torch.no_grad()
+    def __call__(self, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
+        """For each [MASK] in text, the top_k (token, probability) pairs."""
+        tok = self.tokenizer
+        ids = torch.tensor([[tok.cls_token_id, *tok.encode(text), tok.sep_token_id]])
+        if self.remap is not None:
+            ids = self.remap['full_to_shrunk'][ids]
+        mask_id = tok.mask_token_id if self.remap is None else self.remap['mask_token_id']
+        positions = (ids[0] == mask_id).nonzero().squeeze(1)
+        if len(positions) == 0:
+            raise SystemExit(f"fill_mask.py: no [MASK] in {text!r}; write [MASK] where a token should be predicted")
+        logits, _ = self.model(ids.to(self.device))
+        probs = logits[0, positions].float().softmax(-1)
+        top = probs.topk(top_k, dim=-1)
+        results = []
+        for p_row, i_row in zip(top.values.tolist(), top.indices.tolist()):
+            if self.remap is not None:  # the RARE slot decodes as [UNK]
+                i_row = self.remap['shrunk_to_full'][i_row].tolist()
+            results.append([(tok.decode([i]), p) for i, p in zip(i_row, p_row)])
+        return results
+
+
+def main(argv: list[str]) -> None:
+    cfg = configure(DEFAULTS, argv)
+    filler = MaskFiller(cfg['ckpt'] or os.path.join(cfg['out_dir'], 'ckpt.pt'), cfg['device'])
+    for text in [cfg['text']] if cfg['text'] else SENTENCES:
+        print(text)
+        for n, candidates in enumerate(filler(text, cfg['top_k'])):
+            print(f"  [MASK] {n}: " + ", ".join(f"{t!r} {p:.3f}" for t, p in candidates))
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

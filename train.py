@@ -1,0 +1,691 @@
+"""
+Masked-language-model pre-training of a ModernBERT or NeoBERT encoder.
+
+Single process:   python train.py config/demo_cpu.py --batch_size=32
+DDP, one node:    torchrun --standalone --nproc_per_node=8 train.py config/small_mlm.py
+
+Defaults are the globals below; config files and --key=value override them (configurator.py).
+gradient_accumulation_steps counts micro-batches per optimizer step over ALL ranks, so the same
+command gives the same global batch, windows and masks whatever the number of processes.
+"""
+import json
+import math
+import os
+import signal
+import time
+from contextlib import nullcontext
+from dataclasses import asdict
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from checkpoint import load_checkpoint, save_checkpoint
+from mlm import TokenSpace, get_windows, mask_tokens, micro_batch_loss, seed_for
+from model import Encoder, EncoderConfig, gather_vocab_rows
+
+# -----------------------------------------------------------------------------
+# I/O
+out_dir = 'out'
+eval_interval = 200
+log_interval = 10
+eval_iters = 20  # batches per split in each evaluation (a fixed sample with fixed masks)
+eval_only = False
+always_save_checkpoint = True
+keep_last_checkpoints = 0  # also keep ckpt_<iter>.pt for the last k saves (0: only ckpt.pt)
+init_from = 'scratch'  # 'scratch' | 'resume' | path/to/ckpt.pt | 'hf:<folder or hub id>'
+overwrite = False  # allow init_from='scratch' to replace an existing out_dir/ckpt.pt
+# wandb
+wandb_log = False
+wandb_project = 'nanobert'
+wandb_run_name = 'run'
+wandb_mode = 'online'  # 'online' | 'offline' | 'disabled'
+# data (written by prepare.py)
+dataset = 'shakespeare'
+data_root = 'data'
+batch_size = 16  # micro-batch size
+block_size = 512
+gradient_accumulation_steps = 1
+# masking
+mask_rate = 0.30
+mask_token_prob = 0.8  # of the selected tokens: replaced by [MASK] ...
+random_token_prob = 0.1  # ... by a random non-special token; the rest stay unchanged
+eval_mask_rate = None  # None: the mask_rate at the start of the run
+# model (None: the architecture's default in model.EncoderConfig)
+arch = 'modernbert'
+hidden_size = 768
+intermediate_size = None
+num_hidden_layers = 12
+num_attention_heads = 12
+max_position_embeddings = None
+global_attn_every_n_layers = None
+local_attention = None
+global_rope_theta = None
+local_rope_theta = None
+dropout = 0.0  # every dropout of the model
+model_overrides = {}  # any other EncoderConfig field, e.g. {'norm_eps': 1e-6}
+# optimizer: AdamW
+learning_rate = 8e-4
+max_iters = 10000
+weight_decay = 1e-5
+beta1 = 0.9
+beta2 = 0.98
+adam_eps = 1e-6
+grad_clip = 1.0  # 0 disables clipping
+# learning-rate schedule
+lr_schedule = 'wsd'  # 'wsd' (warmup-stable-decay) | 'cosine' | 'constant'
+warmup_iters = 200
+lr_decay_iters = None  # None: max_iters
+min_lr = 8e-5
+decay_fraction = 0.1  # wsd: the last fraction of lr_decay_iters decays
+decay_shape = 'sqrt'  # wsd: 'linear' | 'sqrt' (1 - sqrt)
+# system
+device = 'cuda' if torch.cuda.is_available() else 'cpu'
+dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float32'
+compile = None  # None: on for CUDA, off on CPU
+peak_flops = None  # for MFU; None: 989e12 on CUDA (H100 dense bf16), 135e9 on CPU (2-core fp32)
+seed = 1337
+max_skipped_steps = 20  # consecutive non-finite steps before the run stops
+inject_nonfinite_at = []  # iterations whose loss is made inf on rank 0 (tests the guard)
+# grow-as-you-go vocabulary
+shrunken_vocab_size = None  # must match the remapping file when given
+vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
+RARE_TOKEN_ID = None  # None: the file's rare_id
+schedule = []  # operations; see README "Grow-as-you-go vocabulary"
+# -----------------------------------------------------------------------------
+config_keys = [k for k, v in globals().items() if not k.startswith('_')
+               and isinstance(v, (int, float, bool, str, list, dict, type(None)))]
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
+config = {k: globals()[k] for k in config_keys}
+# -----------------------------------------------------------------------------
+
+
+def fail(message: str) -> None:
+    """Stop every rank with one line; nothing is written after this."""
+    raise SystemExit(f"train.py: {message}")
+
+
+# validate the configuration before touching any file -------------------------
+if lr_schedule not in ('wsd', 'cosine', 'constant'):
+    fail(f"lr_schedule='{lr_schedule}' is not one of 'wsd', 'cosine', 'constant'")
+if decay_shape not in ('linear', 'sqrt'):
+    fail(f"decay_shape='{decay_shape}' is not one of 'linear', 'sqrt'")
+if dtype not in ('float32', 'bfloat16', 'float16'):
+    fail(f"dtype='{dtype}' is not one of 'float32', 'bfloat16', 'float16'")
+if wandb_mode not in ('online', 'offline', 'disabled'):
+    fail(f"wandb_mode='{wandb_mode}' is not one of 'online', 'offline', 'disabled'")
+if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
+    fail("mask_rate and eval_mask_rate must be in (0, 1)")
+if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
+    fail("mask_token_prob and random_token_prob must be >= 0 and sum to at most 1")
+for _name in ('batch_size', 'block_size', 'gradient_accumulation_steps', 'max_iters', 'eval_interval',
+              'log_interval', 'eval_iters'):
+    if globals()[_name] < 1:
+        fail(f"{_name}={globals()[_name]} must be at least 1")
+if device == 'cuda' and not torch.cuda.is_available():
+    fail("device='cuda' but CUDA is not available; pass --device=cpu")
+if not (init_from in ('scratch', 'resume') or init_from.startswith('hf:') or init_from.endswith('.pt')):
+    fail(f"init_from='{init_from}' must be 'scratch', 'resume', a path to a .pt checkpoint or 'hf:<folder or hub id>'")
+
+# DDP: torchrun sets RANK; NCCL on CUDA, gloo on CPU ----------------------------
+ddp = int(os.environ.get('RANK', -1)) != -1
+if ddp:
+    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    if device.startswith('cuda'):
+        device = f'cuda:{int(os.environ["LOCAL_RANK"])}'
+        torch.cuda.set_device(device)
+else:
+    rank, world_size = 0, 1
+master = rank == 0
+if gradient_accumulation_steps % world_size:
+    fail(f"gradient_accumulation_steps={gradient_accumulation_steps} must be divisible by the "
+         f"{world_size} processes (it counts micro-batches over all ranks)")
+micro_steps = gradient_accumulation_steps // world_size
+device_type = 'cuda' if device.startswith('cuda') else 'cpu'
+compile = device_type == 'cuda' if compile is None else compile
+peak_flops = peak_flops or (989e12 if device_type == 'cuda' else 135e9)
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]
+autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=ptdtype)
+
+
+def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
+    if ddp:
+        dist.all_reduce(t, op=op)
+    return t
+
+
+# data ------------------------------------------------------------------------
+data_dir = os.path.join(data_root, dataset)
+prepare_hint = f"run: python prepare.py --dataset={dataset} --tokenizer=gpt2"
+if not os.path.isfile(os.path.join(data_dir, 'meta.json')):
+    fail(f"no prepared dataset in {data_dir} (meta.json missing); {prepare_hint}")
+with open(os.path.join(data_dir, 'meta.json')) as f:
+    meta = json.load(f)
+for _split in ('train', 'val'):
+    _path = os.path.join(data_dir, f'{_split}.bin')
+    _expected = meta[f'{_split}_tokens'] * np.dtype(meta['dtype']).itemsize
+    if not os.path.isfile(_path) or os.path.getsize(_path) != _expected:
+        fail(f"{_path} is missing or does not match meta.json; {prepare_hint} --force")
+    if meta[f'{_split}_tokens'] <= block_size:
+        fail(f"the {_split} split has {meta[f'{_split}_tokens']} tokens, not more than block_size={block_size}")
+
+
+# vocabulary: the active token space is the shrunken one while remapping is on ----
+remap = None
+if vocab_remapping_file is not None:
+    if not os.path.isfile(vocab_remapping_file):
+        fail(f"vocab_remapping_file '{vocab_remapping_file}' not found; "
+             f"run: python prepare.py --dataset={dataset} --shrink_vocab=K")
+    remap = torch.load(vocab_remapping_file, weights_only=True)
+    if remap['vocab_size'] != meta['vocab_size']:
+        fail(f"{vocab_remapping_file} was made for a vocabulary of {remap['vocab_size']}, "
+             f"the dataset has {meta['vocab_size']}; rebuild it with prepare.py --shrink_vocab")
+    if shrunken_vocab_size not in (None, remap['shrunk_vocab_size']):
+        fail(f"shrunken_vocab_size={shrunken_vocab_size} but {vocab_remapping_file} holds "
+             f"{remap['shrunk_vocab_size']}; make them agree")
+    RARE_TOKEN_ID = remap['rare_id'] if RARE_TOKEN_ID is None else RARE_TOKEN_ID
+    if RARE_TOKEN_ID != remap['rare_id']:
+        fail(f"RARE_TOKEN_ID={RARE_TOKEN_ID} but the remapping file's RARE slot is {remap['rare_id']}")
+    full_to_shrunk = remap['full_to_shrunk'].to(device)
+elif shrunken_vocab_size is not None:
+    fail("shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)")
+
+
+full_space = TokenSpace(meta, device)
+shrunk_space = TokenSpace(remap, device) if remap is not None else None
+
+
+def make_batch(split: str, rate: float, *key: int):
+    """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key)."""
+    gen = torch.Generator().manual_seed(seed_for(seed, *key))
+    x = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device)
+    space = full_space
+    if state['remapping']:
+        x, space = full_to_shrunk[x], shrunk_space  # labels come from the remapped ids: -100 never hits the table
+    dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
+    return mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen)
+
+
+# training state that changes during the run (checkpointed) ------------------------
+state = dict(
+    remapping=remap is not None,
+    finetune_mode=False,
+    lr_base=learning_rate,
+    lr_schedule_start=0,  # reset_lr_schedule restarts warmup/decay here
+    mask_rate=mask_rate,
+    executed_ops=[],  # one record per executed schedule operation
+    last_op_iter=0,
+    last_eval_iter=-1,
+    last_val_loss=float('inf'),
+    skipped_steps=0,
+)
+eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
+
+# grow-as-you-go schedule: one function per operation, in one registry --------------
+def op_resize_vocabulary(value) -> dict:
+    """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is shrunken."""
+    source_token_id, noise_std = value
+    source_token_id = RARE_TOKEN_ID if source_token_id is None else source_token_id
+    shrunken = remap is not None and raw_model.config.vocab_size == shrunk_space.size
+    mapping = full_to_shrunk if shrunken else None
+    raw_model.resize_vocabulary(meta['vocab_size'], source_token_id, noise_std, full_to_shrunk=mapping)
+    # AdamW moments follow their rows like the weights; new rows start with zero moments
+    return dict(rebuild=True,
+                regather=lambda t: gather_vocab_rows(t, meta['vocab_size'], source_token_id, mapping, zero_new_rows=True))
+
+
+def op_set_embedding_finetune_mode(value) -> dict:
+    raw_model.set_embedding_finetune_mode(value)
+    state['finetune_mode'] = value
+    return dict(rebuild=True)
+
+
+def op_disable_vocab_remapping(value) -> dict:
+    state['remapping'] = False
+    return {}
+
+
+def op_set_lr(value) -> dict:
+    state['lr_base'] = float(value)
+    return {}
+
+
+def op_reset_lr_schedule(value) -> dict:
+    state['lr_schedule_start'] = iter_num
+    return {}
+
+
+def op_set_mask_rate(value) -> dict:
+    state['mask_rate'] = float(value)
+    return {}
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# name: (function, check of the value, what the value must be)
+OPERATIONS = {
+    'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple)) and len(v) == 2
+                          and (v[0] is None or isinstance(v[0], int)) and _is_number(v[1]) and v[1] >= 0,
+                          '[source_token_id (None: RARE), noise_std]'),
+    'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool), 'True or False'),
+    'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True), 'None or True'),
+    'set_lr': (op_set_lr, lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
+    'reset_lr_schedule': (op_reset_lr_schedule, lambda v: v in (None, True), 'None or True'),
+    'set_mask_rate': (op_set_mask_rate, lambda v: _is_number(v) and 0 < v < 1, 'a rate in (0, 1)'),
+}
+TRIGGER_KEYS = ('at_iter', 'trigger_loss', 'max_wait_iters')
+
+
+def same_point(prev: dict, op: dict) -> bool:
+    """Whether op is guaranteed to fire at the same iteration as the operation before it."""
+    if 'at_iter' in op:
+        return op['at_iter'] == prev.get('at_iter')
+    return 'trigger_loss' not in op and op.get('max_wait_iters') == 0
+
+
+def validate_schedule(ops: list, remapping: bool) -> str | None:
+    """The first problem of the schedule, or None. Simulates which token space the data and the model
+    are in after every point at which operations fire: a step must never see ids beyond the model."""
+    if not isinstance(ops, list):
+        return "must be a list of operations"
+    model_space = data_space = 'shrunken' if remapping else 'full'
+    last_at = -1
+    for i, op in enumerate(ops):
+        where = f"operation {i}"
+        if not isinstance(op, dict) or 'name' not in op:
+            return f"{where} must be a dict with 'name', 'value' and a trigger"
+        name = op['name']
+        where = f"operation {i} ({name})"
+        if name not in OPERATIONS:
+            return f"{where}: unknown operation; known: {', '.join(OPERATIONS)}"
+        unknown = set(op) - {'name', 'value', *TRIGGER_KEYS}
+        if unknown:
+            return f"{where}: unknown keys {sorted(unknown)}; allowed: name, value, {', '.join(TRIGGER_KEYS)}"
+        _, check, expected = OPERATIONS[name]
+        if not check(op.get('value')):
+            return f"{where}: value {op.get('value')!r} must be {expected}"
+        if not any(k in op for k in TRIGGER_KEYS):
+            return f"{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or max_wait_iters"
+        if 'at_iter' in op and ('trigger_loss' in op or 'max_wait_iters' in op):
+            return f"{where}: at_iter cannot be combined with trigger_loss or max_wait_iters"
+        for k in ('at_iter', 'max_wait_iters'):
+            if k in op and (not isinstance(op[k], int) or isinstance(op[k], bool) or op[k] < 0):
+                return f"{where}: {k} must be a non-negative integer"
+        if 'trigger_loss' in op and not _is_number(op['trigger_loss']):
+            return f"{where}: trigger_loss must be a number"
+        if 'at_iter' in op:
+            if op['at_iter'] < last_at:
+                return f"{where}: at_iter {op['at_iter']} comes before the previous operation's {last_at}"
+            last_at = op['at_iter']
+        if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
+            return (f"operation {i - 1} leaves the data in the {data_space} vocabulary but the model in the "
+                    f"{model_space} one; resize_vocabulary and disable_vocab_remapping must fire together "
+                    f"(same at_iter, or max_wait_iters=0 on the second)")
+        if name in ('resize_vocabulary', 'disable_vocab_remapping') and not remapping:
+            return f"{where} needs a shrunken vocabulary: set vocab_remapping_file"
+        if name == 'resize_vocabulary':
+            if model_space == 'full':
+                return f"{where}: the model already has the full vocabulary"
+            model_space = 'full'
+        if name == 'disable_vocab_remapping':
+            if data_space == 'full':
+                return f"{where}: remapping is already disabled"
+            data_space = 'full'
+    if model_space != data_space:
+        return (f"the schedule ends with the data in the {data_space} vocabulary but the model in the "
+                f"{model_space} one; add the missing resize_vocabulary or disable_vocab_remapping")
+    return None
+
+
+_problem = validate_schedule(schedule, remapping=remap is not None)
+if _problem:
+    fail(f"schedule: {_problem}")
+
+# model ---------------------------------------------------------------------------
+ckpt_path = os.path.join(out_dir, 'ckpt.pt')
+
+
+def model_config_from_globals(vocab_size: int) -> EncoderConfig:
+    dropouts = {k: dropout for k in ('embedding_dropout', 'attention_dropout', 'mlp_dropout')}
+    fields = dict(arch=arch, vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
+                  num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+                  max_position_embeddings=max_position_embeddings,
+                  global_attn_every_n_layers=global_attn_every_n_layers, local_attention=local_attention,
+                  global_rope_theta=global_rope_theta, local_rope_theta=local_rope_theta, **dropouts)
+    space = remap if remap is not None else meta
+    ids = {k: space[k] for k in ('pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')}
+    fields = {k: v for k, v in {**fields, **ids, **model_overrides}.items() if v is not None}
+    try:
+        return EncoderConfig(**fields)
+    except (TypeError, ValueError) as e:
+        fail(f"invalid model config: {e}")
+
+
+checkpoint = None
+iter_num, best_val_loss, wandb_run_id = 0, 1e9, None
+if init_from == 'scratch':
+    if os.path.exists(ckpt_path) and not overwrite:
+        fail(f"{ckpt_path} exists; use --init_from=resume to continue it, or --overwrite=True to start over")
+    model = Encoder(model_config_from_globals(shrunk_space.size if remap is not None else meta['vocab_size']))
+elif init_from == 'hf:' or init_from.startswith('hf:'):
+    model = Encoder.from_pretrained(init_from[3:])
+else:
+    path = ckpt_path if init_from == 'resume' else init_from
+    if not os.path.isfile(path):
+        fail(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if init_from == 'resume' else ""))
+    checkpoint = load_checkpoint(path)
+    if checkpoint['model_args']['arch'] != arch:
+        fail(f"{path} holds a {checkpoint['model_args']['arch']} model but arch='{arch}'; pass --arch="
+             f"{checkpoint['model_args']['arch']}")
+    model = Encoder(EncoderConfig(**checkpoint['model_args']))
+    model.load_state_dict(checkpoint['model'])
+    if init_from == 'resume':
+        state.update(checkpoint['state'])
+        iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
+        wandb_run_id = checkpoint.get('wandb_run_id')
+        if checkpoint['dataset_meta']['fingerprint'] != meta['fingerprint']:
+            fail(f"{path} was trained on a different preparation of {dataset}; use the same data or a new out_dir")
+active_vocab_size = shrunk_space.size if state['remapping'] else meta['vocab_size']
+if model.config.vocab_size != active_vocab_size:
+    fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's ({active_vocab_size}); "
+         f"prepare the data with the model's tokenizer")
+if block_size > model.config.max_position_embeddings:
+    fail(f"block_size={block_size} exceeds max_position_embeddings={model.config.max_position_embeddings}; "
+         f"lower block_size or raise max_position_embeddings")
+if state['finetune_mode']:
+    model.set_embedding_finetune_mode(True)
+model.to(device)
+raw_model = model
+scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
+
+
+# optimizer: rebuilt by parameter name after operations, its state carried over -------------
+parked_state = {}  # AdamW state of parameters frozen by an operation, kept until they train again
+
+
+def optimizer_state_by_name() -> dict:
+    """The optimizer's per-parameter state keyed by parameter name, plus the parked entries."""
+    by_name = dict(parked_state)
+    for name, p in raw_model.named_parameters():
+        if p in optimizer.state:
+            by_name[name] = optimizer.state[p]
+    return by_name
+
+
+def build_optimizer(carried: dict) -> torch.optim.Optimizer:
+    """A fresh AdamW over the trainable parameters; entries of `carried` go to the parameters of the
+    same name (AdamW's step count included) and the rest are parked."""
+    opt = raw_model.configure_optimizers(weight_decay, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps)
+    carried = dict(carried)
+    for name, p in raw_model.named_parameters():
+        if p.requires_grad and name in carried:
+            opt.state[p] = {k: v.to(p.device) if v.dim() else v for k, v in carried.pop(name).items()}
+    parked_state.clear()
+    parked_state.update(carried)
+    return opt
+
+
+def wrap(m: torch.nn.Module) -> torch.nn.Module:
+    """torch.compile, then DDP; redone when an operation changes the parameters."""
+    if compile:
+        m = torch.compile(m)
+    if ddp:
+        m = DDP(m, device_ids=[torch.device(device).index] if device_type == 'cuda' else None)
+    return m
+
+
+optimizer = build_optimizer({})
+if init_from == 'resume':
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    parked_state.update(checkpoint['parked_optimizer_state'])
+    scaler.load_state_dict(checkpoint['scaler'])
+checkpoint = None  # free memory
+model = wrap(raw_model)
+
+
+def get_lr(it: int) -> float:
+    """Learning rate at iteration it: warmup, then wsd / cosine / constant, restarted by reset_lr_schedule."""
+    base, start = state['lr_base'], state['lr_schedule_start']
+    floor = base * min_lr / learning_rate
+    t, total = it - start, (lr_decay_iters or max_iters) - start
+    if t < warmup_iters:
+        return base * (t + 1) / (warmup_iters + 1)
+    if lr_schedule == 'constant' or t >= total:
+        return base if lr_schedule == 'constant' else floor
+    if lr_schedule == 'cosine':
+        progress = (t - warmup_iters) / max(1, total - warmup_iters)
+        return floor + 0.5 * (1.0 + math.cos(math.pi * progress)) * (base - floor)
+    decay_iters = max(1, int(decay_fraction * total))
+    progress = (t - (total - decay_iters)) / decay_iters
+    if progress <= 0:
+        return base
+    remaining = 1 - progress if decay_shape == 'linear' else 1 - math.sqrt(progress)
+    return floor + (base - floor) * remaining
+
+
+# evaluation on a fixed sample with fixed masks, every rank agreeing -------------------------
+@torch.no_grad()
+def evaluate() -> dict:
+    net = model.module if ddp else model
+    net.eval()
+    out = {}
+    for split_id, split in enumerate(('train', 'val')):
+        sums = [0.0] * 5  # loss * n, correct, n, correct on non-RARE targets, non-RARE targets
+        for k in range(rank, eval_iters, world_size):
+            x, y = make_batch(split, eval_rate, 0, split_id, k)
+            with autocast:
+                logits, loss = net(x, labels=y)
+            target = y[y != -100]
+            hit = logits.argmax(-1) == target
+            core = target != RARE_TOKEN_ID if state['remapping'] else torch.ones_like(hit)
+            batch = (loss.item() * len(target), hit.sum().item(), len(target), (hit & core).sum().item(), core.sum().item())
+            sums = [a + b for a, b in zip(sums, batch)]
+        sums = all_reduce(torch.tensor(sums, dtype=torch.float64, device=device))
+        loss_sum, correct, n, core_correct, core_n = sums.tolist()
+        out[f'{split}_loss'], out[f'{split}_acc'] = loss_sum / n, correct / n
+        if state['remapping']:
+            out[f'{split}_core_acc'], out[f'{split}_rare_frac'] = core_correct / core_n, 1 - core_n / n
+    net.train()
+    return out
+
+
+# checkpoints, metrics, wandb (rank 0) -------------------------------------------------------
+def checkpoint_state(it: int) -> dict:
+    return dict(model=raw_model.state_dict(), model_args=asdict(raw_model.config), optimizer=optimizer.state_dict(),
+                parked_optimizer_state=parked_state, scaler=scaler.state_dict(), iter_num=it,
+                best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
+                wandb_run_id=wandb_run_id)
+
+
+def save(it: int) -> None:
+    if master:
+        save_checkpoint(checkpoint_state(it), ckpt_path)
+        if keep_last_checkpoints > 0:
+            os.link(ckpt_path, os.path.join(out_dir, f'ckpt_{it:07d}.pt.new'))
+            os.replace(os.path.join(out_dir, f'ckpt_{it:07d}.pt.new'), os.path.join(out_dir, f'ckpt_{it:07d}.pt'))
+            for old in sorted(f for f in os.listdir(out_dir) if f.startswith('ckpt_'))[:-keep_last_checkpoints]:
+                os.remove(os.path.join(out_dir, old))
+    if ddp:
+        dist.barrier()
+
+
+def log_metrics(record: dict) -> None:
+    if not master:
+        return
+    with open(os.path.join(out_dir, 'metrics.jsonl'), 'a') as f:
+        f.write(json.dumps(record) + '\n')
+    if wandb_log:
+        wandb.log({k: v for k, v in record.items() if k != 'iter'}, step=record['iter'])
+
+
+if master:
+    os.makedirs(out_dir, exist_ok=True)
+    if init_from != 'resume' and os.path.exists(os.path.join(out_dir, 'metrics.jsonl')):
+        os.remove(os.path.join(out_dir, 'metrics.jsonl'))  # a fresh run starts a fresh log
+    if wandb_log:
+        import wandb
+        wandb_run_id = wandb.init(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode,
+                                  id=wandb_run_id, resume='allow').id
+
+
+# scheduled operations ------------------------------------------------------------------------
+def due_operations(it: int) -> list:
+    """(index, trigger) of the operations that fire now, in order; each waits for the one before."""
+    fired, last_op_iter = [], state['last_op_iter']
+    for i in range(len(state['executed_ops']), len(schedule)):
+        op = schedule[i]
+        if 'at_iter' in op:
+            trigger = 'at_iter' if it >= op['at_iter'] else None
+        elif 'trigger_loss' in op and state['last_eval_iter'] == it and state['last_val_loss'] < op['trigger_loss']:
+            trigger = 'trigger_loss'
+        elif 'max_wait_iters' in op and it - last_op_iter >= op['max_wait_iters']:
+            trigger = 'max_wait_iters'
+        else:
+            trigger = None
+        if trigger is None:
+            break
+        fired.append((i, trigger))
+        last_op_iter = it
+    return fired
+
+
+def run_operations(it: int) -> None:
+    global optimizer, model, trainable
+    due = due_operations(it)
+    if not due:
+        return
+    carried = optimizer_state_by_name()
+    rebuild = False
+    for i, trigger in due:
+        op = schedule[i]
+        function = OPERATIONS[op['name']][0]
+        try:
+            result = function(op.get('value'))
+        except Exception as e:  # never retried: the run stops, the last checkpoint is from before it
+            fail(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}; "
+                 f"{ckpt_path} holds the state from before it")
+        if 'regather' in result:
+            for name in raw_model.vocab_parameter_names():
+                if name in carried:
+                    carried[name] = {k: result['regather'](v) if v.dim() else v for k, v in carried[name].items()}
+        rebuild |= result.get('rebuild', False)
+        record = dict(iter=it, op=op['name'], value=op.get('value'), trigger=trigger)
+        state['executed_ops'].append(record)
+        state['last_op_iter'] = it
+        log_metrics(record)
+        if master:
+            print(f"iter {it}: operation {op['name']}({op.get('value')!r}) fired by {trigger}")
+    if rebuild:
+        optimizer = build_optimizer(carried)
+        model = wrap(raw_model)
+        trainable = [p for p in raw_model.parameters() if p.requires_grad]
+    if not eval_only:
+        save(it)
+
+
+# stop cleanly on SIGTERM / SIGINT: finish the step, save, exit ---------------------------------
+stop_signal = None
+
+
+def request_stop(signum, frame) -> None:
+    global stop_signal
+    stop_signal = signum
+
+
+signal.signal(signal.SIGTERM, request_stop)
+signal.signal(signal.SIGINT, request_stop)
+
+# training loop -------------------------------------------------------------------------------
+tokens_per_iter = gradient_accumulation_steps * batch_size * block_size
+if master:
+    print(f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
+          f"{tokens_per_iter:,} tokens per iteration, {world_size} process(es), device {device}, {dtype}")
+trainable = [p for p in raw_model.parameters() if p.requires_grad]
+consecutive_skips, t_start, t_last, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
+while True:
+    # dropout and resize noise are seeded from (seed, iteration, rank): a resumed run draws the same numbers
+    torch.manual_seed(seed_for(seed, 2, iter_num, rank))
+    if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
+        metrics = evaluate()
+        state['last_eval_iter'], state['last_val_loss'] = iter_num, metrics['val_loss']
+        log_metrics(dict(iter=iter_num, **metrics))
+        if master:
+            print(f"iter {iter_num}: train loss {metrics['train_loss']:.4f}, val loss {metrics['val_loss']:.4f}, "
+                  f"val acc {metrics['val_acc']:.4f}")
+        if metrics['val_loss'] < best_val_loss or always_save_checkpoint:
+            best_val_loss = min(best_val_loss, metrics['val_loss'])
+            if iter_num > 0 and not eval_only:
+                save(iter_num)
+    if iter_num >= max_iters or eval_only:
+        break
+    run_operations(iter_num)
+
+    lr = get_lr(iter_num)
+    for group in optimizer.param_groups:
+        group['lr'] = lr
+    # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
+    batches = [make_batch('train', state['mask_rate'], 1, iter_num, rank * micro_steps + m) for m in range(micro_steps)]
+    counts = [(y != -100).sum() for _, y in batches]
+    n_pred = all_reduce(torch.stack(counts).sum().float())
+    # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
+    loss_sum = torch.zeros((), device=device)
+    for m, ((x, y), n) in enumerate(zip(batches, counts)):
+        if ddp:
+            model.require_backward_grad_sync = m == micro_steps - 1
+        with autocast:
+            _, loss = model(x, labels=y)
+        if iter_num in inject_nonfinite_at and master and m == 0:
+            loss = loss * float('inf')
+        contribution = micro_batch_loss(loss, n, n_pred)
+        scaler.scale(contribution * world_size).backward()  # DDP averages over ranks
+        loss_sum += contribution.detach()
+    scaler.unscale_(optimizer)
+    grad_norm = torch.nn.utils.clip_grad_norm_(trainable, grad_clip if grad_clip > 0 else float('inf'))
+    step_loss = all_reduce(loss_sum)  # the mean over every predicted token of the step, on all ranks
+    if torch.isfinite(step_loss) and torch.isfinite(grad_norm):  # both identical on every rank
+        scaler.step(optimizer)
+        consecutive_skips = 0
+    else:
+        consecutive_skips += 1
+        state['skipped_steps'] += 1
+        log_metrics(dict(iter=iter_num, skipped_nonfinite=True, loss=step_loss.item(), skipped_steps=state['skipped_steps']))
+        if master:
+            print(f"iter {iter_num}: non-finite loss or gradient, step skipped ({consecutive_skips} in a row)")
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    if consecutive_skips >= max_skipped_steps:
+        fail(f"{consecutive_skips} consecutive non-finite steps at iter {iter_num}; lower learning_rate or use bf16; "
+             f"the last good checkpoint is {ckpt_path}")
+
+    t_now = time.time()
+    dt, t_last = t_now - t_last, t_now
+    if iter_num % log_interval == 0 and master:
+        loss_value = step_loss.item()
+        if local_iter >= 5:  # let the first iterations (compilation, warm-up) pass
+            mfu = raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size, dt, peak_flops,
+                                         seq_len=block_size)
+            running_mfu = mfu if running_mfu < 0 else 0.9 * running_mfu + 0.1 * mfu
+        eta = (max_iters - iter_num - 1) * (t_now - t_start) / (local_iter + 1)
+        print(f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, "
+              f"mfu {running_mfu * 100:.2f}%, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta / 60:.1f} min")
+        log_metrics(dict(iter=iter_num, loss=loss_value, lr=lr, tokens_per_s=tokens_per_iter / dt, mfu=running_mfu,
+                         grad_norm=grad_norm.item()))
+    iter_num += 1
+    local_iter += 1
+    stop = all_reduce(torch.tensor(float(stop_signal is not None), device=device), dist.ReduceOp.MAX)
+    if stop.item():
+        save(iter_num)
+        if master:
+            print(f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume with --init_from=resume")
+        break
+
+if wandb_log and master:
+    wandb.finish()
+if ddp:
+    dist.destroy_process_group()
