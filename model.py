@@ -1,0 +1,617 @@
+"""
+Encoder models for masked-language modelling, in one file.
+
+- ModernBERT with exactly the parameter names and maths of transformers' ModernBertForMaskedLM, so state dicts load
+  strictly in both directions (from_pretrained / save_pretrained).
+- NeoBERT with the official chandar-lab checkpoint layout (per-head interleaved qkv, packed SwiGLU, RMSNorm,
+  interleaved-pair RoPE, untied decoder with bias).
+
+Both share RoPE, the attention kernel (F.scaled_dot_product_attention), the masks (built once per forward) and the
+sparse MLM head: with labels only the predicted rows go through the head and decoder.
+"""
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+IGNORE_INDEX = -100
+
+# Per-architecture values of the fields left at None (reference section 1 and 2: the official configs).
+ARCH_DEFAULTS = {
+    "modernbert": dict(vocab_size=50368, intermediate_size=1152, num_hidden_layers=22, max_position_embeddings=8192,
+                       global_attn_every_n_layers=3, global_rope_theta=160000.0, local_rope_theta=10000.0,
+                       tie_word_embeddings=True, pad_token_id=50283, cls_token_id=50281, sep_token_id=50282,
+                       mask_token_id=50284),
+    # every layer global; intermediate_size means what NeoBERT's config means (3072 -> 2048 SwiGLU units)
+    "neobert": dict(vocab_size=30522, intermediate_size=3072, num_hidden_layers=28, max_position_embeddings=4096,
+                    global_attn_every_n_layers=1, global_rope_theta=10000.0, local_rope_theta=10000.0,
+                    tie_word_embeddings=False, pad_token_id=0, cls_token_id=101, sep_token_id=102, mask_token_id=103),
+}
+SPECIAL_IDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
+
+
+@dataclass
+class EncoderConfig:
+    arch: str = "modernbert"  # "modernbert" | "neobert"
+    vocab_size: int | None = None
+    hidden_size: int = 768
+    intermediate_size: int | None = None
+    num_hidden_layers: int | None = None
+    num_attention_heads: int = 12
+    max_position_embeddings: int | None = None
+    global_attn_every_n_layers: int | None = None  # layer i is global when i % n == 0, else sliding-window
+    local_attention: int = 128  # window size: token i sees j when |i - j| <= local_attention // 2
+    global_rope_theta: float | None = None
+    local_rope_theta: float | None = None
+    norm_eps: float = 1e-5
+    norm_bias: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    classifier_bias: bool = False
+    decoder_bias: bool = True
+    tie_word_embeddings: bool | None = None
+    pad_token_id: int | None = None
+    cls_token_id: int | None = None
+    sep_token_id: int | None = None
+    mask_token_id: int | None = None
+    embedding_dropout: float = 0.0
+    attention_dropout: float = 0.0
+    mlp_dropout: float = 0.0
+    initializer_range: float = 0.02
+    initializer_cutoff_factor: float = 2.0
+
+    def __post_init__(self):
+        if self.arch not in ARCH_DEFAULTS:
+            raise ValueError(f"arch={self.arch!r} is unknown: use one of {sorted(ARCH_DEFAULTS)}")
+        for name, value in ARCH_DEFAULTS[self.arch].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        self._validate()
+
+    def _validate(self):
+        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                     "max_position_embeddings", "global_attn_every_n_layers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be a positive integer")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
+                             f"{self.num_attention_heads}: choose heads that divide it")
+        if self.head_dim % 2:
+            raise ValueError(f"head_dim={self.head_dim} (hidden_size / num_attention_heads) is odd: RoPE needs an "
+                             "even head_dim")
+        if self.local_attention < 2 or self.local_attention % 2:
+            raise ValueError(f"local_attention={self.local_attention} must be a positive even window "
+                             "(half of it on each side)")
+        for name in ("global_rope_theta", "local_rope_theta", "norm_eps", "initializer_range",
+                     "initializer_cutoff_factor"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive")
+        for name in ("embedding_dropout", "attention_dropout", "mlp_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1)")
+        for name in SPECIAL_IDS:
+            if not 0 <= getattr(self, name) < self.vocab_size:
+                raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary (vocab_size="
+                                 f"{self.vocab_size}): set {name} to the tokenizer's id")
+        if self.arch == "neobert" and (self.norm_bias or self.classifier_bias):
+            raise ValueError("neobert has RMSNorm (no bias) and no head transform: set norm_bias=False and "
+                             "classifier_bias=False")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def layer_kind(self, i: int) -> str:
+        return "global" if i % self.global_attn_every_n_layers == 0 else "local"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Shared pieces: RoPE, masks, attention
+
+def rope_cos_sin(seq_len: int, head_dim: int, theta: float, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin [T, head_dim] in fp32 for half-rotation RoPE (the same arithmetic as transformers)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float, device=device) / head_dim))
+    freqs = torch.arange(seq_len, device=device).float()[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Half-rotation RoPE (dim d pairs with d + head_dim/2), computed in fp32 like the reference."""
+    xf = x.float()
+    x1, x2 = xf.chunk(2, dim=-1)
+    return (xf * cos + torch.cat((-x2, x1), dim=-1) * sin).to(x.dtype)
+
+
+def deinterleave(x: torch.Tensor) -> torch.Tensor:
+    """Reorder the last dim (2i, 2i+1) -> (i, head_dim/2 + i): interleaved-pair RoPE on x equals half-rotation RoPE
+    on deinterleave(x) up to this same permutation of q and k, which leaves every q.k score unchanged."""
+    return x.unflatten(-1, (-1, 2)).transpose(-1, -2).flatten(-2)
+
+
+def attention_masks(attention_mask: torch.Tensor | None, seq_len: int, half_window: int, kinds: set,
+                    device) -> dict:
+    """Boolean SDPA masks (True = attend), built once per forward and shared by the layers of each kind."""
+    keep = None
+    if attention_mask is not None:
+        valid = attention_mask.bool()
+        # a fully padded sequence would leave its rows with no key (NaN): let those rows see every key
+        valid = valid | ~valid.any(dim=-1, keepdim=True)
+        keep = valid[:, None, None, :]  # [B, 1, 1, T]
+    masks = {"global": keep}
+    if "local" in kinds:
+        pos = torch.arange(seq_len, device=device)
+        local = (pos[None, :] - pos[:, None]).abs() <= half_window
+        if keep is not None:
+            # a padded query whose window holds only padding keeps its diagonal, so no row is empty
+            local = (local & keep) | torch.eye(seq_len, dtype=torch.bool, device=device)
+        masks["local"] = local
+    return masks
+
+
+def attention(q, k, v, rope: tuple, mask, dropout_p: float) -> torch.Tensor:
+    """q, k, v [B, heads, T, head_dim] -> [B, T, heads * head_dim]."""
+    cos, sin = rope
+    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    return y.transpose(1, 2).flatten(2)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# ModernBERT (names as transformers' ModernBertForMaskedLM)
+
+class ModernBertAttention(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.n_head, self.head_dim = config.num_attention_heads, config.head_dim
+        self.dropout = config.attention_dropout
+        self.Wqkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.attention_bias)
+        self.Wo = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+        self.out_drop = nn.Dropout(config.attention_dropout)
+
+    def forward(self, x, rope, mask):
+        B, T, _ = x.shape
+        # rows are [Q of all heads; K of all heads; V of all heads]
+        q, k, v = self.Wqkv(x).view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
+        y = attention(q, k, v, rope, mask, self.dropout if self.training else 0.0)
+        return self.out_drop(self.Wo(y))
+
+
+class ModernBertMLP(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.Wi = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=config.mlp_bias)
+        self.drop = nn.Dropout(config.mlp_dropout)
+        self.Wo = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
+
+    def forward(self, x):
+        inp, gate = self.Wi(x).chunk(2, dim=-1)  # GeGLU: the first half is activated
+        return self.Wo(self.drop(F.gelu(inp) * gate))
+
+
+class ModernBertLayer(nn.Module):
+    def __init__(self, config: EncoderConfig, i: int):
+        super().__init__()
+        self.kind = config.layer_kind(i)
+        # layer 0 reads the already normalized embeddings
+        self.attn_norm = nn.Identity() if i == 0 else nn.LayerNorm(config.hidden_size, config.norm_eps,
+                                                                   bias=config.norm_bias)
+        self.attn = ModernBertAttention(config)
+        self.mlp_norm = nn.LayerNorm(config.hidden_size, config.norm_eps, bias=config.norm_bias)
+        self.mlp = ModernBertMLP(config)
+
+    def forward(self, x, rope, mask):
+        x = x + self.attn(self.attn_norm(x), rope, mask)
+        return x + self.mlp(self.mlp_norm(x))
+
+
+class ModernBertEmbeddings(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.norm = nn.LayerNorm(config.hidden_size, config.norm_eps, bias=config.norm_bias)
+        self.drop = nn.Dropout(config.embedding_dropout)
+
+    def forward(self, idx):
+        return self.drop(self.norm(self.tok_embeddings(idx)))
+
+
+class ModernBertModel(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.embeddings = ModernBertEmbeddings(config)
+        self.layers = nn.ModuleList(ModernBertLayer(config, i) for i in range(config.num_hidden_layers))
+        self.final_norm = nn.LayerNorm(config.hidden_size, config.norm_eps, bias=config.norm_bias)
+
+    @property
+    def tok_embeddings(self) -> nn.Embedding:
+        return self.embeddings.tok_embeddings
+
+    def forward(self, idx, ropes, masks):
+        x = self.embeddings(idx)
+        for layer in self.layers:
+            x = layer(x, ropes[layer.kind], masks[layer.kind])
+        return self.final_norm(x)
+
+
+class ModernBertHead(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.classifier_bias)
+        self.norm = nn.LayerNorm(config.hidden_size, config.norm_eps, bias=config.norm_bias)
+
+    def forward(self, x):
+        return self.norm(F.gelu(self.dense(x)))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NeoBERT (names as the official checkpoints)
+
+def swiglu_size(intermediate_size: int) -> int:
+    """NeoBERT keeps SwiGLU's compute equal to a 4x MLP: 2/3 of intermediate_size, rounded up to a multiple of 8."""
+    return 8 * ((int(2 * intermediate_size / 3) + 7) // 8)
+
+
+class NeoBertFFN(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        hidden = swiglu_size(config.intermediate_size)
+        self.w12 = nn.Linear(config.hidden_size, 2 * hidden, bias=config.mlp_bias)  # [w1 (gets SiLU); w2]
+        self.w3 = nn.Linear(hidden, config.hidden_size, bias=config.mlp_bias)
+
+    def forward(self, x):
+        x1, x2 = self.w12(x).chunk(2, dim=-1)
+        return self.w3(F.silu(x1) * x2)
+
+
+class NeoBertLayer(nn.Module):
+    def __init__(self, config: EncoderConfig, i: int):
+        super().__init__()
+        self.kind = config.layer_kind(i)
+        self.n_head, self.head_dim = config.num_attention_heads, config.head_dim
+        self.dropout = config.attention_dropout
+        self.attention_norm = nn.RMSNorm(config.hidden_size, config.norm_eps)
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.attention_bias)
+        self.wo = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
+        self.resid_drop = nn.Dropout(config.attention_dropout)
+        self.ffn_norm = nn.RMSNorm(config.hidden_size, config.norm_eps)
+        self.ffn = NeoBertFFN(config)
+        self.ffn_drop = nn.Dropout(config.mlp_dropout)
+
+    def attn(self, x, rope, mask):
+        B, T, _ = x.shape
+        # per head: q, k, v rows follow each other (head_dim each)
+        q, k, v = self.qkv(x).view(B, T, self.n_head, 3 * self.head_dim).transpose(1, 2).chunk(3, dim=-1)
+        y = attention(deinterleave(q), deinterleave(k), v, rope, mask, self.dropout if self.training else 0.0)
+        return self.resid_drop(self.wo(y))
+
+    def forward(self, x, rope, mask):
+        x = x + self.attn(self.attention_norm(x), rope, mask)
+        return x + self.ffn_drop(self.ffn(self.ffn_norm(x)))
+
+
+class NeoBertModel(nn.Module):
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.encoder = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.drop = nn.Dropout(config.embedding_dropout)
+        self.transformer_encoder = nn.ModuleList(NeoBertLayer(config, i) for i in range(config.num_hidden_layers))
+        self.layer_norm = nn.RMSNorm(config.hidden_size, config.norm_eps)
+
+    @property
+    def tok_embeddings(self) -> nn.Embedding:
+        return self.encoder
+
+    def forward(self, idx, ropes, masks):
+        x = self.drop(self.encoder(idx))
+        for layer in self.transformer_encoder:
+            x = layer(x, ropes[layer.kind], masks[layer.kind])
+        return self.layer_norm(x)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Vocabulary resizing (grow-as-you-go): one implementation for weights and for optimizer moments
+
+def vocab_index(old_vocab_size: int, new_vocab_size: int, source_token_id: int,
+                full_to_shrunk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(index, is_new), both [new_vocab_size]: new row t takes old row index[t]; is_new marks rows that did not
+    exist before. With full_to_shrunk, index = full_to_shrunk and the new rows are the rare group (every full id
+    mapped to source_token_id, the RARE slot). Without, rows are kept and appended ones copy source_token_id."""
+    if not 0 <= source_token_id < old_vocab_size:
+        raise ValueError(f"source_token_id={source_token_id} is outside the current vocabulary ({old_vocab_size})")
+    if full_to_shrunk is None:
+        if new_vocab_size < old_vocab_size:
+            raise ValueError(f"new_vocab_size={new_vocab_size} is smaller than the current {old_vocab_size}: "
+                             "appending cannot shrink; pass full_to_shrunk to remap")
+        index = torch.arange(new_vocab_size)
+        is_new = index >= old_vocab_size
+        return index.masked_fill(is_new, source_token_id), is_new
+    if full_to_shrunk.dim() != 1 or len(full_to_shrunk) != new_vocab_size or full_to_shrunk.is_floating_point():
+        raise ValueError(f"full_to_shrunk must be an integer tensor of length new_vocab_size={new_vocab_size}, "
+                         f"got {full_to_shrunk.dtype} {tuple(full_to_shrunk.shape)}")
+    index = full_to_shrunk.long().cpu()
+    if index.min() < 0 or index.max() >= old_vocab_size:
+        raise ValueError(f"full_to_shrunk values must lie in [0, {old_vocab_size}), the current vocabulary")
+    return index, index == source_token_id
+
+
+def gather_vocab_rows(old: torch.Tensor, new_vocab_size: int, source_token_id: int,
+                      full_to_shrunk: torch.Tensor | None = None, zero_new_rows: bool = False) -> torch.Tensor:
+    """A vocabulary-indexed tensor (rows = token ids: embedding, decoder weight or bias, or their AdamW moments)
+    in the new vocabulary: row t = old[full_to_shrunk[t]] (or old[t], appended rows = old[source_token_id]).
+    zero_new_rows=True zeroes the rows that did not exist before (for optimizer moments)."""
+    index, is_new = vocab_index(old.shape[0], new_vocab_size, source_token_id, full_to_shrunk)
+    new = old[index.to(old.device)]
+    if zero_new_rows:
+        new[is_new.to(old.device)] = 0
+    return new
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Hugging Face config conversion (ModernBERT)
+
+# fields whose name and meaning are the same in transformers' ModernBertConfig
+HF_SHARED_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                    "max_position_embeddings", "local_attention", "norm_eps", "norm_bias", "attention_bias",
+                    "mlp_bias", "classifier_bias", "decoder_bias", "tie_word_embeddings", *SPECIAL_IDS,
+                    "embedding_dropout", "attention_dropout", "mlp_dropout", "initializer_range",
+                    "initializer_cutoff_factor")
+
+
+def config_from_hf(hf: dict) -> EncoderConfig:
+    """EncoderConfig from a ModernBertConfig dict (config.json), transformers 4.48 style (global_rope_theta,
+    local_rope_theta, global_attn_every_n_layers) or 5.x style (rope_parameters, layer_types)."""
+    if hf.get("model_type") != "modernbert":
+        raise ValueError(f"model_type={hf.get('model_type')!r}: only ModernBERT (model_type 'modernbert') checkpoints "
+                         "can be loaded")
+    for name in ("hidden_activation", "classifier_activation"):
+        if hf.get(name, "gelu") != "gelu":
+            raise ValueError(f"{name}={hf[name]!r} is not supported: this ModernBERT uses exact GELU ('gelu')")
+    kw = {k: hf[k] for k in HF_SHARED_FIELDS if hf.get(k) is not None}
+    rope = hf.get("rope_parameters") or {}
+    for kind, old_key, field in (("full_attention", "global_rope_theta", "global_rope_theta"),
+                                 ("sliding_attention", "local_rope_theta", "local_rope_theta")):
+        params = rope.get(kind) or {}
+        if params.get("rope_type", "default") != "default":
+            raise ValueError(f"rope_type={params['rope_type']!r} for {kind} is not supported: only 'default' RoPE")
+        theta = params.get("rope_theta", hf.get(old_key))
+        if theta is not None:
+            kw[field] = float(theta)
+    layer_types = hf.get("layer_types")
+    if layer_types:
+        glob = [i for i, t in enumerate(layer_types) if t == "full_attention"]
+        n = glob[1] if len(glob) > 1 else len(layer_types)
+        if layer_types != ["full_attention" if i % n == 0 else "sliding_attention" for i in range(len(layer_types))]:
+            raise ValueError(f"layer_types {layer_types} is not a 'layer i is global when i % n == 0' pattern")
+        kw["global_attn_every_n_layers"] = n
+    elif hf.get("global_attn_every_n_layers") is not None:
+        kw["global_attn_every_n_layers"] = hf["global_attn_every_n_layers"]
+    return EncoderConfig(arch="modernbert", **kw)
+
+
+def config_to_hf(config: EncoderConfig, dtype: torch.dtype = torch.float32) -> dict:
+    """ModernBertConfig dict for config.json, readable by transformers 4.48 and 5.x (both key styles written)."""
+    if config.arch != "modernbert":
+        raise ValueError(f"arch={config.arch!r} has no transformers class yet: only ModernBERT exports to Hugging Face")
+    kinds = [config.layer_kind(i) for i in range(config.num_hidden_layers)]
+    return {
+        "architectures": ["ModernBertForMaskedLM"], "model_type": "modernbert",
+        **{k: getattr(config, k) for k in HF_SHARED_FIELDS},
+        "hidden_activation": "gelu", "classifier_activation": "gelu",
+        "bos_token_id": config.cls_token_id, "eos_token_id": config.sep_token_id,
+        "global_attn_every_n_layers": config.global_attn_every_n_layers,
+        "global_rope_theta": config.global_rope_theta, "local_rope_theta": config.local_rope_theta,
+        "layer_types": ["full_attention" if k == "global" else "sliding_attention" for k in kinds],
+        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": config.global_rope_theta},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": config.local_rope_theta}},
+        "dtype": str(dtype).removeprefix("torch."),
+    }
+
+
+def load_safetensors_folder(folder: str) -> dict:
+    """All tensors of a folder's model.safetensors, or of the shards its index names."""
+    from safetensors.torch import load_file
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    state = {}
+    for name in files:
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} is missing: from_pretrained needs config.json and safetensors weights")
+        state.update(load_file(path))
+    return state
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The model
+
+class Encoder(nn.Module):
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.config = config
+        if config.arch == "modernbert":
+            self.model = ModernBertModel(config)
+            self.head = ModernBertHead(config)
+        else:
+            self.model = NeoBertModel(config)
+            self.head = nn.Identity()  # NeoBERT's decoder reads the final norm directly
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=config.decoder_bias)
+        if config.tie_word_embeddings:
+            self.decoder.weight = self.model.tok_embeddings.weight
+        self._init_weights()
+
+    @torch.no_grad()
+    def _init_weights(self):
+        c = self.config
+        if c.arch == "neobert":  # official: uniform for every Linear and the embedding, zero biases
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.uniform_(m.weight, -c.initializer_range, c.initializer_range)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            return
+        std_in, std_out = c.initializer_range, c.initializer_range / math.sqrt(2.0 * c.num_hidden_layers)
+        inits = [(self.model.tok_embeddings, std_in), (self.head.dense, std_out)]
+        for layer in self.model.layers:
+            inits += [(layer.attn.Wqkv, std_in), (layer.attn.Wo, std_out), (layer.mlp.Wi, std_in),
+                      (layer.mlp.Wo, std_out)]
+        if not c.tie_word_embeddings:  # a tied decoder keeps the embedding init
+            inits.append((self.decoder, std_out))
+        for m, std in inits:
+            cut = c.initializer_cutoff_factor * std
+            nn.init.trunc_normal_(m.weight, mean=0.0, std=std, a=-cut, b=cut)
+        for m in self.modules():
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+    def forward(self, input_ids, attention_mask=None, labels=None):
+        c = self.config
+        B, T = input_ids.shape
+        if T > c.max_position_embeddings:
+            raise ValueError(f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}")
+        kinds = {c.layer_kind(i) for i in range(c.num_hidden_layers)}
+        thetas = {"global": c.global_rope_theta, "local": c.local_rope_theta}
+        ropes = {k: rope_cos_sin(T, c.head_dim, thetas[k], input_ids.device) for k in kinds}
+        masks = attention_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device)
+        h = self.model(input_ids, ropes, masks)
+        if labels is None:
+            return self.decoder(self.head(h)), None
+        # sparse prediction: only rows with a label go through the head and the decoder
+        labels = labels.reshape(-1)
+        keep = labels != IGNORE_INDEX
+        targets = labels[keep]
+        logits = self.decoder(self.head(h.reshape(B * T, -1)[keep]))
+        # mean over predicted rows; a batch with none gives 0, not NaN
+        loss = F.cross_entropy(logits.float(), targets, reduction="sum") / max(targets.numel(), 1)
+        return logits, loss
+
+    # ---- parameters and optimizer
+
+    def vocab_parameter_names(self) -> list[str]:
+        """Names (as in named_parameters) of the token embedding and the decoder weight and bias; a tied decoder
+        weight is the embedding and appears once."""
+        vocab = {id(self.model.tok_embeddings.weight), id(self.decoder.weight)}
+        if self.decoder.bias is not None:
+            vocab.add(id(self.decoder.bias))
+        return [n for n, p in self.named_parameters() if id(p) in vocab]
+
+    def get_num_params(self, non_embedding: bool = False) -> int:
+        """Parameter count (tied weights once); non_embedding leaves out the vocabulary parameters."""
+        skip = set(self.vocab_parameter_names()) if non_embedding else set()
+        return sum(p.numel() for n, p in self.named_parameters() if n not in skip)
+
+    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type, eps=1e-8):
+        """AdamW over the trainable parameters; no decay on 1-D ones (norms, biases). Groups hold (name, param)
+        pairs in named_parameters order, so the state dict carries param_names."""
+        params = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
+        groups = [{"params": [(n, p) for n, p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                  {"params": [(n, p) for n, p in params if p.dim() < 2], "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps, fused=device_type == "cuda")
+
+    def estimate_mfu(self, tokens_per_iter, predicted_per_iter, dt, peak_flops, seq_len=None) -> float:
+        """Model FLOPs utilization (reference section 6): 6 * N_body per real token, 12 * H * context per token and
+        layer for attention (T for global layers, the window for local ones), head and decoder on predicted rows.
+        seq_len is the sequence length T (default max_position_embeddings)."""
+        c = self.config
+        T = seq_len or c.max_position_embeddings
+        layers = self.model.layers if c.arch == "modernbert" else self.model.transformer_encoder
+        n_body = sum(p.numel() for p in layers.parameters() if p.dim() >= 2)
+        context = sum(T if c.layer_kind(i) == "global" else min(T, c.local_attention)
+                      for i in range(c.num_hidden_layers))
+        n_head = sum(p.numel() for p in self.head.parameters() if p.dim() >= 2) + self.decoder.weight.numel()
+        flops = (6 * n_body + 12 * c.hidden_size * context) * tokens_per_iter + 6 * n_head * predicted_per_iter
+        return flops / dt / peak_flops
+
+    # ---- grow-as-you-go vocabulary
+
+    @torch.no_grad()
+    def resize_vocabulary(self, new_vocab_size: int, source_token_id: int, noise_std: float = 0.01,
+                          full_to_shrunk: torch.Tensor | None = None, special_ids: dict | None = None) -> None:
+        """Resize the token embedding and decoder to new_vocab_size.
+
+        With full_to_shrunk (length new_vocab_size, full id -> current id) it is a gather: full token t gets the
+        current row full_to_shrunk[t]. The rare group (full ids mapped to source_token_id, the RARE slot) starts
+        from RARE's rows plus noise_std * randn, and its decoder bias is RARE's minus log(group size), so the
+        probability of the group is unchanged (with noise 0 the model computes the same function). The special
+        ids follow their rows (the unique full id mapped to each); pass special_ids to set them explicitly.
+        Without full_to_shrunk, rows are appended as copies of source_token_id plus noise (ids unchanged).
+        A tied decoder stays tied."""
+        emb = self.model.tok_embeddings
+        index, is_new = vocab_index(emb.num_embeddings, new_vocab_size, source_token_id, full_to_shrunk)
+        ids = {}
+        if full_to_shrunk is not None:
+            for name in SPECIAL_IDS:
+                full = (index == getattr(self.config, name)).nonzero().flatten()
+                if len(full) == 1 and not is_new[full[0]]:
+                    ids[name] = int(full[0])
+        ids.update(special_ids or {})
+        missing = [n for n in SPECIAL_IDS if full_to_shrunk is not None and n not in ids]
+        if missing:
+            raise ValueError(f"{missing} have no unique core row in full_to_shrunk: pass special_ids={{...}}")
+        new_config = dataclasses.replace(self.config, vocab_size=new_vocab_size, **ids)  # validates before changes
+
+        def resized(p: nn.Parameter) -> nn.Parameter:
+            w = gather_vocab_rows(p.data, new_vocab_size, source_token_id, full_to_shrunk)
+            new = is_new.to(w.device)
+            if w.dim() == 2:
+                w[new] += noise_std * torch.randn_like(w[new])
+            elif full_to_shrunk is not None and new.any():  # decoder bias of the rare group
+                w[new] -= math.log(int(new.sum()))
+            return nn.Parameter(w, requires_grad=p.requires_grad)
+
+        emb.weight = resized(emb.weight)
+        emb.num_embeddings, emb.padding_idx = new_vocab_size, new_config.pad_token_id
+        self.decoder.weight = emb.weight if self.config.tie_word_embeddings else resized(self.decoder.weight)
+        if self.decoder.bias is not None:
+            self.decoder.bias = resized(self.decoder.bias)
+        self.decoder.out_features = new_vocab_size
+        vars(self.config).update(vars(new_config))  # in place: whoever holds model.config sees the new sizes
+
+    def set_embedding_finetune_mode(self, enabled: bool) -> None:
+        """enabled: only the token embedding and the decoder (weight, bias) train; False: everything trains."""
+        vocab = set(self.vocab_parameter_names())
+        for name, p in self.named_parameters():
+            p.requires_grad = not enabled or name in vocab
+
+    # ---- Hugging Face interop (ModernBERT)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str) -> "Encoder":
+        """Load a ModernBertForMaskedLM checkpoint: a local folder or a hub id (config.json + safetensors)."""
+        folder = name_or_path
+        if not os.path.isdir(folder):
+            from huggingface_hub import snapshot_download
+            folder = snapshot_download(name_or_path, allow_patterns=["config.json", "*.safetensors",
+                                                                     "model.safetensors.index.json"])
+        with open(os.path.join(folder, "config.json")) as f:
+            config = config_from_hf(json.load(f))
+        model = cls(config)
+        state = {k: v for k, v in load_safetensors_folder(folder).items() if not k.endswith("inv_freq")}
+        if config.tie_word_embeddings:  # tied checkpoints usually omit the decoder weight
+            state["decoder.weight"] = state["model.embeddings.tok_embeddings.weight"]
+        model.load_state_dict(state, strict=True)
+        return model
+
+    def save_pretrained(self, folder: str) -> None:
+        """Write config.json + model.safetensors that transformers' AutoModelForMaskedLM loads (no remote code)."""
+        from safetensors.torch import save_file
+        dtype = self.decoder.weight.dtype
+        hf_config = config_to_hf(self.config, dtype)
+        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
+        if self.config.tie_word_embeddings:
+            del state["decoder.weight"]  # safetensors stores no shared tensors; transformers re-ties it
+        os.makedirs(folder, exist_ok=True)
+        save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(hf_config, f, indent=2)
