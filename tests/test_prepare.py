@@ -63,7 +63,7 @@ def gpt2() -> prepare.Tokenizer:
     return prepare.load_tokenizer("gpt2")
 
 
-# the embedded corpus ---------------------------------------------------------------------------------------------------
+# the embedded corpus ----------------------------------------------------------------------------------------------
 
 def test_shakespeare_end_to_end(shakespeare, gpt2):
     meta = load_meta(shakespeare)
@@ -153,7 +153,8 @@ def test_hf_tokenizer_path(tmp_path):
     wordpiece = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     wordpiece.pre_tokenizer = pre_tokenizers.Whitespace()
     wordpiece.decoder = decoders.WordPiece()
-    wordpiece.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=1000, special_tokens=list(BERT_SPECIALS.values())))
+    trainer = trainers.WordPieceTrainer(vocab_size=1000, special_tokens=list(BERT_SPECIALS.values()))
+    wordpiece.train_from_iterator(texts, trainer)
     folder = save_hf_tokenizer(wordpiece, tmp_path / "tok", **BERT_SPECIALS)
     corpus = write_jsonl(tmp_path / "corpus.jsonl", texts + ["a line that names [MASK] and [CLS] as plain text"])
     out = tmp_path / "out"
@@ -193,7 +194,8 @@ def test_uint32_path(tmp_path):
     assert os.path.getsize(out / "train.bin") == 4 * meta["train_tokens"]
     data = np.concatenate([read_bin(out, "train", meta), read_bin(out, "val", meta)])
     expected = [[vocab["[CLS]"], *[vocab.get(w, vocab["[UNK]"]) for w in d.split()], vocab["[SEP]"]] for d in docs]
-    assert sorted(d.tolist() for d in np.split(data, np.flatnonzero(data == vocab["[SEP]"])[:-1] + 1)) == sorted(expected)
+    written = np.split(data, np.flatnonzero(data == vocab["[SEP]"])[:-1] + 1)
+    assert sorted(d.tolist() for d in written) == sorted(expected)
     assert data.max() == vocab["w69999"] > 65535
 
 
@@ -224,7 +226,8 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     "missing path": (lambda t: [f"--dataset={t}/nope/corpus.txt"], "no such file or folder"),
     "unsupported file": (lambda t: dataset_arg(t, {"c.csv": b"a,b"}, "c.csv"), "unsupported file type"),
     "one document": (lambda t: dataset_arg(t, {"a.txt": b"one play"}, "a.txt"), "too few"),
-    "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"), "c.jsonl:2: not valid JSON"),
+    "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"),
+                 "c.jsonl:2: not valid JSON"),
     "missing field": (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", "--text_field=body"],
                       "no string field 'body'"),
     "hub tokenizer offline": (lambda t: ["--tokenizer=nobody-xyz/not-a-cached-tokenizer"], "cannot be downloaded"),
