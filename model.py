@@ -543,22 +543,22 @@ class Encoder(nn.Module):
         With full_to_shrunk (length new_vocab_size, full id -> current id) it is a gather: full token t gets the
         current row full_to_shrunk[t]. The rare group (full ids mapped to source_token_id, the RARE slot) starts
         from RARE's rows plus noise_std * randn, and its decoder bias is RARE's minus log(group size), so the
-        probability of the group is unchanged (with noise 0 the model computes the same function). The special
+        probability of the group is unchanged (with noise 0 the model computes the same function; without a decoder
+        bias there is nothing to offset and the group's mass grows with its size). The special
         ids follow their rows (the unique full id mapped to each); pass special_ids to set them explicitly.
         Without full_to_shrunk, rows are appended as copies of source_token_id plus noise (ids unchanged).
         A tied decoder stays tied."""
         emb = self.model.tok_embeddings
         index, is_new = vocab_index(emb.num_embeddings, new_vocab_size, source_token_id, full_to_shrunk)
-        ids = {}
-        if full_to_shrunk is not None:
-            for name in SPECIAL_IDS:
-                full = (index == getattr(self.config, name)).nonzero().flatten()
-                if len(full) == 1 and not is_new[full[0]]:
-                    ids[name] = int(full[0])
-        ids.update(special_ids or {})
-        missing = [n for n in SPECIAL_IDS if full_to_shrunk is not None and n not in ids]
-        if missing:
-            raise ValueError(f"{missing} have no unique core row in full_to_shrunk: pass special_ids={{...}}")
+        ids = dict(special_ids or {})
+        for name in SPECIAL_IDS if full_to_shrunk is not None else ():
+            if name in ids:
+                continue
+            full = (index == getattr(self.config, name)).nonzero().flatten()
+            if len(full) != 1 or is_new[full[0]]:
+                raise ValueError(f"{name}={getattr(self.config, name)} has no unique core row in full_to_shrunk: "
+                                 f"pass special_ids={{'{name}': <its full id>}}")
+            ids[name] = int(full[0])
         new_config = dataclasses.replace(self.config, vocab_size=new_vocab_size, **ids)  # validates before changes
 
         def resized(p: nn.Parameter) -> nn.Parameter:
