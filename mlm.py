@@ -38,11 +38,14 @@ class TokenSpace:
         self.random_ids = torch.nonzero(~special).squeeze(1).to(device)
 
 
-def mask_tokens(x: torch.Tensor, space: TokenSpace, rate: float, mask_token_prob: float,
-                random_token_prob: float, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(x: torch.Tensor, space: TokenSpace, rate: float, mask_token_prob: float, random_token_prob: float,
+                gen: torch.Generator, full_to_shrunk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """MLM corruption. Each non-special token is selected with probability `rate`; a selected token becomes
     [MASK] with mask_token_prob, a random non-special token with random_token_prob, else stays.
-    Returns (inputs, labels) with labels -100 where nothing is predicted."""
+    Returns (inputs, labels) with labels -100 where nothing is predicted. With full_to_shrunk, x is first mapped
+    into the shrunken space (then `space`): labels are made after the lookup, so -100 never goes through it."""
+    if full_to_shrunk is not None:
+        x = full_to_shrunk[x]
     probs = torch.rand(x.shape, device=x.device, generator=gen)
     action = torch.rand(x.shape, device=x.device, generator=gen)
     random_ids = space.random_ids[torch.randint(len(space.random_ids), x.shape, device=x.device, generator=gen)]

@@ -203,11 +203,9 @@ def make_batch(split: str, rate: float, *key: int):
     """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key)."""
     gen = torch.Generator().manual_seed(seed_for(seed, *key))
     x = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device)
-    space = full_space
-    if state['remapping']:
-        x, space = full_to_shrunk[x], shrunk_space  # labels come from the remapped ids: -100 never hits the table
+    mapping, space = (full_to_shrunk, shrunk_space) if state['remapping'] else (None, full_space)
     dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
-    return mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen)
+    return mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen, mapping)
 
 
 # training state that changes during the run (checkpointed) ------------------------

@@ -7,3 +7,25 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+import subprocess  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def data_root(tmp_path_factory):
+    """The embedded Shakespeare corpus prepared once per test session: <data_root>/shakespeare/, with
+    shrunken vocabularies of 512 and 4096 tokens."""
+    import prepare
+    root = tmp_path_factory.mktemp("data")
+    assert prepare.main([f"--out_dir={root / 'shakespeare'}", "--shrink_vocab=512,4096", "--num_proc=2"]) == 0
+    return root
+
+
+def run_script(*args: str, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run a top-level script (train.py, prepare.py, ...) from the repo root with the test interpreter."""
+    result = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result

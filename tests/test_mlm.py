@@ -41,3 +41,16 @@ def test_micro_batch_loss_weights_by_predicted_tokens():
     assert torch.allclose(total, torch.tensor((2.0 * 10 + 4.0 * 30) / 40))
     empty = micro_batch_loss(torch.tensor(float('nan')), torch.tensor(0), torch.tensor(40))
     assert empty.item() == 0.0
+
+
+def test_remapping_happens_before_masking_and_never_touches_labels():
+    full_to_shrunk = torch.arange(1000) % 50 + 5  # a table in which index -1 (from a label -100) would give 54
+    full_to_shrunk[:5] = torch.arange(5)
+    space = TokenSpace(dict(vocab_size=1000, shrunk_vocab_size=55, mask_token_id=3, special_token_ids=[0, 1, 2, 3, 4]), 'cpu')
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randint(0, 1000, (64, 256), generator=gen)
+    inputs, labels = mask_tokens(x, space, 0.3, 0.8, 0.1, gen, full_to_shrunk)
+    selected = labels != -100
+    assert torch.equal(labels[selected], full_to_shrunk[x][selected])
+    assert (labels[~selected] == -100).all() and inputs.max() < 55
+    assert torch.equal(inputs[~selected], full_to_shrunk[x][~selected])
