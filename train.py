@@ -367,6 +367,7 @@ def model_config_from_globals(vocab_size: int) -> EncoderConfig:
 
 checkpoint = None
 iter_num, best_val_loss, wandb_run_id = 0, 1e9, None
+torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
     if os.path.exists(ckpt_path) and not overwrite:
         fail(f"{ckpt_path} exists; use --init_from=resume to continue it, or --overwrite=True to start over")

@@ -1,0 +1,173 @@
+"""Reliability of training: exact resume, DDP on CPU, atomic checkpoints, the non-finite guard, signals, bad input."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from checkpoint import load_checkpoint, save_checkpoint
+from conftest import ROOT, run_script
+from test_train import TINY, read_metrics, train
+
+
+def losses(out_dir, start: int = 0) -> dict:
+    return {m['iter']: m['loss'] for m in read_metrics(out_dir) if 'loss' in m and m['iter'] >= start}
+
+
+def assert_same_weights(a, b, exact=True):
+    wa, wb = load_checkpoint(str(a / 'ckpt.pt'))['model'], load_checkpoint(str(b / 'ckpt.pt'))['model']
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        if exact:
+            assert torch.equal(wa[k], wb[k]), k
+        else:
+            torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-6)
+
+
+def test_resume_is_bit_exact(data_root, tmp_path):
+    # dropout on, so the RNG must be restored too; the schedule length is fixed by lr_decay_iters
+    common = ['--dropout=0.1', '--eval_interval=3', '--lr_decay_iters=10', '--gradient_accumulation_steps=2']
+    train(data_root, tmp_path / 'full', *common, '--max_iters=10')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=5')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=10', '--init_from=resume')
+    full, resumed = losses(tmp_path / 'full', 5), losses(tmp_path / 'resumed', 5)
+    assert list(full) == list(range(5, 10)) and full == resumed  # floats from JSON: equal bit for bit
+    evals = [m['iter'] for m in read_metrics(tmp_path / 'resumed') if 'val_loss' in m]
+    assert evals == [0, 3, 5, 6, 9, 10]  # the eval at the resume step (5) is not repeated
+    assert_same_weights(tmp_path / 'full', tmp_path / 'resumed')
+
+
+def test_ddp_on_cpu_equals_one_process_with_the_same_accumulation(data_root, tmp_path):
+    args = [*TINY, f'--data_root={data_root}', '--max_iters=4', '--eval_interval=4', '--gradient_accumulation_steps=4']
+    train(data_root, tmp_path / 'single', '--max_iters=4', '--eval_interval=4', '--gradient_accumulation_steps=4')
+    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                          'train.py', *args, f'--out_dir={tmp_path / "ddp"}'],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    single, two = losses(tmp_path / 'single'), losses(tmp_path / 'ddp')
+    assert single.keys() == two.keys() == {0, 1, 2, 3}
+    for it in single:
+        assert single[it] == pytest.approx(two[it], rel=1e-5)
+    val = [m['val_loss'] for m in read_metrics(tmp_path / 'single') if 'val_loss' in m]
+    assert val == pytest.approx([m['val_loss'] for m in read_metrics(tmp_path / 'ddp') if 'val_loss' in m], rel=1e-5)
+    assert_same_weights(tmp_path / 'single', tmp_path / 'ddp', exact=False)
+
+
+class Unpicklable:
+    def __reduce__(self):
+        raise RuntimeError("cannot pickle this")
+
+
+def test_failed_save_keeps_the_old_checkpoint(tmp_path):
+    path = tmp_path / 'ckpt.pt'
+    save_checkpoint({'iter_num': 1, 'w': torch.ones(3)}, str(path))
+    with pytest.raises(RuntimeError, match='cannot pickle'):
+        save_checkpoint({'iter_num': 2, 'w': torch.zeros(3), 'bad': Unpicklable()}, str(path))
+    assert load_checkpoint(str(path))['iter_num'] == 1
+    assert os.listdir(tmp_path) == ['ckpt.pt']
+
+
+def test_killed_save_keeps_the_old_checkpoint(tmp_path):
+    path = tmp_path / 'ckpt.pt'
+    save_checkpoint({'iter_num': 1}, str(path))
+    writer = subprocess.Popen([sys.executable, '-c', (
+        "import sys, torch; from checkpoint import save_checkpoint\n"
+        "big = {'iter_num': 2, 'w': torch.randn(200_000_000 // 4)}\n"
+        "print('writing', flush=True)\n"
+        f"save_checkpoint(big, {str(path)!r})\n")], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == 'writing'
+    time.sleep(0.2)  # well inside the write of 200 MB
+    writer.kill()
+    writer.wait()
+    assert load_checkpoint(str(path))['iter_num'] in (1, 2)  # old or new, never partial
+    save_checkpoint({'iter_num': 3}, str(path))  # the next save clears what the killed one left
+    assert os.listdir(tmp_path) == ['ckpt.pt'] and load_checkpoint(str(path))['iter_num'] == 3
+
+
+def test_keep_last_checkpoints(data_root, tmp_path):
+    train(data_root, tmp_path, '--max_iters=6', '--eval_interval=1', '--keep_last_checkpoints=2')
+    assert sorted(f for f in os.listdir(tmp_path) if f.endswith('.pt')) == ['ckpt.pt', 'ckpt_0000005.pt', 'ckpt_0000006.pt']
+
+
+def test_nonfinite_guard_skips_and_then_stops(data_root, tmp_path):
+    train(data_root, tmp_path / 'skip', '--max_iters=4', '--eval_interval=4', '--inject_nonfinite_at=[2]')
+    records = read_metrics(tmp_path / 'skip')
+    assert [m['iter'] for m in records if m.get('skipped_nonfinite')] == [2]
+    assert load_checkpoint(str(tmp_path / 'skip' / 'ckpt.pt'))['state']['skipped_steps'] == 1
+    # three bad steps in a row with max_skipped_steps=3: a clear stop; the last checkpoint (iter 4, saved before
+    # that iteration's step) holds finite weights, since skipped steps never touch them
+    result = train(data_root, tmp_path / 'stop', '--max_iters=8', '--eval_interval=2', '--max_skipped_steps=3',
+                   '--inject_nonfinite_at=[3, 4, 5]', check=False)
+    assert result.returncode != 0
+    assert '3 consecutive non-finite steps at iter 5' in result.stderr.strip().splitlines()[-1]
+    ckpt = load_checkpoint(str(tmp_path / 'stop' / 'ckpt.pt'))
+    assert ckpt['iter_num'] == 4 and all(torch.isfinite(v).all() for v in ckpt['model'].values())
+
+
+def test_sigterm_saves_and_resume_continues(data_root, tmp_path):
+    out = tmp_path / 'run'
+    cmd = [sys.executable, 'train.py', *TINY, f'--data_root={data_root}', f'--out_dir={out}', '--max_iters=100000',
+           '--eval_interval=1000']
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (os.path.exists(out / 'metrics.jsonl') and len(losses(out)) >= 3):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert 'stopped by signal' in stdout
+    stopped_at = load_checkpoint(str(out / 'ckpt.pt'))['iter_num']
+    assert stopped_at >= 3
+    train(data_root, out, '--eval_interval=1000', '--init_from=resume', f'--max_iters={stopped_at + 2}')
+    assert max(losses(out)) == stopped_at + 1
+
+
+@pytest.fixture(scope='module')
+def trained(data_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp('trained')
+    train(data_root, out, '--max_iters=2', '--eval_interval=2')
+    return out
+
+
+BAD_INPUT = {
+    'unknown key': (['--learning_rat=1'], "unknown key 'learning_rat'"),
+    'bad value': (['--lr_schedule=triangle'], "lr_schedule='triangle'"),
+    'bad type': (['--batch_size=4.5'], 'expected int'),
+    'missing dataset': (['--dataset=nonexistent'], 'python prepare.py --dataset=nonexistent'),
+    'scratch over a checkpoint': (['--max_iters=1'], '--init_from=resume to continue it, or --overwrite=True'),
+    'other architecture': (['--init_from={ckpt}', '--arch=neobert', '--out_dir={tmp}'], 'holds a modernbert model'),
+    'other vocabulary': (['--vocab_remapping_file={data}/shakespeare/vocab_512.pt', '--init_from={ckpt}',
+                          '--out_dir={tmp}'], "model's vocabulary (50368) does not match the dataset's (512)"),
+    'resume without checkpoint': (['--init_from=resume', '--out_dir={tmp}'], 'no checkpoint at'),
+    'block beyond positions': (['--block_size=256', '--max_position_embeddings=128', '--out_dir={tmp}'],
+                               'block_size=256 exceeds max_position_embeddings=128'),
+    'zero accumulation': (['--gradient_accumulation_steps=0', '--out_dir={tmp}'], 'must be at least 1'),
+    'masking probabilities': (['--mask_token_prob=0.8', '--random_token_prob=0.3'], 'sum to at most 1'),
+    'missing remap file': (['--vocab_remapping_file=nope.pt', '--out_dir={tmp}'], "vocab_remapping_file 'nope.pt' not found"),
+}
+
+
+@pytest.mark.parametrize('case', BAD_INPUT)
+def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, trained, tmp_path):
+    args, expected = BAD_INPUT[case]
+    before = {f: (trained / f).read_bytes() for f in os.listdir(trained)}
+    args = [a.format(ckpt=trained / 'ckpt.pt', tmp=tmp_path / 'new', data=data_root) for a in args]
+    result = train(data_root, trained, *args, check=False)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
+    assert {f: (trained / f).read_bytes() for f in os.listdir(trained)} == before
+    assert not (tmp_path / 'new').exists() or not os.listdir(tmp_path / 'new')
+
+
+def test_a_checkpoint_of_another_dataset_preparation_is_refused_on_resume(data_root, trained, tmp_path):
+    other = tmp_path / 'data' / 'shakespeare'
+    shutil.copytree(data_root / 'shakespeare', other)
+    meta = (other / 'meta.json').read_text().replace('"fingerprint": "', '"fingerprint": "x')
+    (other / 'meta.json').write_text(meta)
+    result = train(tmp_path / 'data', trained, '--init_from=resume', '--max_iters=3', check=False)
+    assert result.returncode != 0 and 'different preparation' in result.stderr
