@@ -561,6 +561,7 @@ def run_operations(it: int) -> None:
         return
     carried = optimizer_state_by_name()
     rebuild = False
+    torch.manual_seed(seed_for(seed, 3, it))  # the same resize noise on every rank
     for i, trigger in due:
         op = schedule[i]
         function = OPERATIONS[op['name']][0]
@@ -608,8 +609,6 @@ if master:
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
 consecutive_skips, t_start, t_last, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
 while True:
-    # dropout and resize noise are seeded from (seed, iteration, rank): a resumed run draws the same numbers
-    torch.manual_seed(seed_for(seed, 2, iter_num, rank))
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
         metrics = evaluate()
         state['last_eval_iter'], state['last_val_loss'] = iter_num, metrics['val_loss']
@@ -624,7 +623,8 @@ while True:
     if iter_num >= max_iters or eval_only:
         break
     run_operations(iter_num)
-
+    # dropout is seeded from (seed, iteration, rank), after the operations: a resumed run draws the same numbers
+    torch.manual_seed(seed_for(seed, 2, iter_num, rank))
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
         group['lr'] = lr

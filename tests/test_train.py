@@ -18,7 +18,11 @@ TINY = ['--hidden_size=32', '--intermediate_size=64', '--num_hidden_layers=3', '
 
 
 def train(data_root, out_dir, *args, check=True):
-    return run_script('train.py', *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *args, check=check)
+    """train.py with the TINY model; config files in args come first so that the overrides win."""
+    files = [a for a in args if not a.startswith('--')]
+    overrides = [a for a in args if a.startswith('--')]
+    return run_script('train.py', *files, *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *overrides,
+                      check=check)
 
 
 def read_metrics(out_dir) -> list[dict]:

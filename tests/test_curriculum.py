@@ -1,0 +1,147 @@
+"""The grow-as-you-go curriculum in train.py: schedule validation, the demo curriculum end to end, the optimizer state
+carried across a resize, freezing, and exact resume straddling every operation."""
+import json
+import shutil
+
+import pytest
+import torch
+
+from checkpoint import load_checkpoint
+from fill_mask import MaskFiller
+from test_reliability import assert_same_weights, losses
+from test_train import read_metrics, train
+
+# the demo curriculum (config/shrink_vocab_demo.py) on a 512-token vocabulary, compressed into 10 iterations
+CURRICULUM = [
+    {'name': 'resize_vocabulary', 'value': [None, 0.01], 'at_iter': 4},
+    {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0},
+    {'name': 'set_embedding_finetune_mode', 'value': True, 'max_wait_iters': 0},
+    {'name': 'set_embedding_finetune_mode', 'value': False, 'at_iter': 7},
+    # fires at the first evaluation after the previous operation (iter 9): val loss is below 100
+    {'name': 'set_mask_rate', 'value': 0.2, 'trigger_loss': 100.0, 'max_wait_iters': 50},
+]
+
+
+def curriculum_args(data_root, tmp_path, schedule=CURRICULUM):
+    path = tmp_path / 'schedule.json'
+    path.write_text(json.dumps(schedule))
+    return ['config/shrink_vocab_demo.py', f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt',
+            f'--schedule={path}', '--dropout=0.1', '--eval_interval=3', '--max_iters=10', '--lr_decay_iters=10',
+            '--keep_last_checkpoints=20']
+
+
+@pytest.fixture(scope='module')
+def curriculum_run(data_root, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp('curriculum')
+    args = curriculum_args(data_root, tmp)
+    train(data_root, tmp / 'full', *args)
+    return tmp, args
+
+
+def test_demo_curriculum_end_to_end(data_root, curriculum_run):
+    tmp, _ = curriculum_run
+    records = read_metrics(tmp / 'full')
+    ops = [(m['iter'], m['op'], m['trigger']) for m in records if 'op' in m]
+    assert ops == [(4, 'resize_vocabulary', 'at_iter'), (4, 'disable_vocab_remapping', 'max_wait_iters'),
+                   (4, 'set_embedding_finetune_mode', 'max_wait_iters'), (7, 'set_embedding_finetune_mode', 'at_iter'),
+                   (9, 'set_mask_rate', 'trigger_loss')]
+    evals = {m['iter']: m for m in records if 'val_loss' in m}
+    assert 0 < evals[3]['val_rare_frac'] < 0.5 and 'val_core_acc' in evals[3]  # shrunken phase
+    assert 'val_rare_frac' not in evals[6]  # full vocabulary
+    ckpt = load_checkpoint(str(tmp / 'full' / 'ckpt.pt'))
+    assert ckpt['model_args']['vocab_size'] == 50368 and ckpt['state']['remapping'] is False
+    assert ckpt['state']['finetune_mode'] is False and ckpt['state']['mask_rate'] == 0.2
+    assert [r['op'] for r in ckpt['state']['executed_ops']] == [op for _, op, _ in ops]
+    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt.pt'))("To be, or not to [MASK].", top_k=2)
+    assert len(candidates) == 2
+    # in the shrunken phase the model has 512 rows; fill_mask maps through the remapping file
+    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt_0000003.pt'))("To be, or not to [MASK].", top_k=2)
+    assert len(candidates) == 2
+
+
+@pytest.mark.parametrize('resume_at', [3, 4, 6, 7, 9])
+def test_resume_straddling_each_operation_is_exact(curriculum_run, data_root, resume_at):
+    """3: before the resize; 4: right after it; 6: in the finetune phase; 7: right after unfreezing;
+    9: right after the loss-triggered operation."""
+    tmp, args = curriculum_run
+    out = tmp / f'resume_{resume_at}'
+    out.mkdir()
+    shutil.copy(tmp / 'full' / f'ckpt_{resume_at:07d}.pt', out / 'ckpt.pt')
+    train(data_root, out, *args, '--init_from=resume')
+    full, resumed = losses(tmp / 'full', resume_at), losses(out)
+    assert list(resumed) == list(range(resume_at, 10)) and resumed == full
+    assert_same_weights(tmp / 'full', out)
+
+
+def named_state(ckpt: dict) -> dict:
+    """AdamW state by parameter name (configure_optimizers records the names in the param groups)."""
+    opt = ckpt['optimizer']
+    names = [n for group in opt['param_groups'] for n in group['param_names']]
+    ids = [i for group in opt['param_groups'] for i in group['params']]
+    return {names[k]: opt['state'][i] for k, i in enumerate(ids) if i in opt['state']}
+
+
+def test_resize_gathers_rows_and_keeps_core_moments_exactly(curriculum_run, data_root, tmp_path):
+    """Stop exactly at the resize (max_iters=4), then run it: the state just before and just after."""
+    tmp, args = curriculum_run
+    out = tmp_path / 'run'
+    out.mkdir()
+    shutil.copy(tmp / 'full' / 'ckpt_0000003.pt', out / 'ckpt.pt')
+    train(data_root, out, *args, '--init_from=resume', '--max_iters=4')
+    before = load_checkpoint(str(out / 'ckpt.pt'))
+    train(data_root, out, *args, '--init_from=resume', '--max_iters=5')
+    after = load_checkpoint(str(out / 'ckpt_0000004.pt'))
+    remap = torch.load(f'{data_root}/shakespeare/vocab_512.pt', weights_only=True)
+    full_to_shrunk = remap['full_to_shrunk']
+    core = full_to_shrunk != remap['rare_id']
+    emb = 'model.embeddings.tok_embeddings.weight'
+    assert torch.equal(after['model'][emb][core], before['model'][emb][full_to_shrunk[core]])
+    old, new = named_state(before), named_state(after)
+    for key in ('exp_avg', 'exp_avg_sq'):
+        assert torch.equal(new[emb][key][core], old[emb][key][full_to_shrunk[core]])
+        assert (new[emb][key][~core] == 0).all()
+    assert int(new[emb]['step']) == int(old[emb]['step'])
+    assert set(new) == {emb, 'decoder.bias'}  # finetune mode: only the (tied) embedding and the decoder bias train
+    # the frozen parameters' moments are parked until they train again, not lost
+    wqkv = 'model.layers.1.attn.Wqkv.weight'
+    assert torch.equal(after['parked_optimizer_state'][wqkv]['exp_avg'], old[wqkv]['exp_avg'])
+
+
+def test_embedding_finetune_mode_freezes_everything_else(data_root, tmp_path):
+    train(data_root, tmp_path / 'a', '--max_iters=2', '--eval_interval=2')
+    schedule = tmp_path / 'schedule.json'
+    schedule.write_text(json.dumps([{'name': 'set_embedding_finetune_mode', 'value': True, 'at_iter': 0}]))
+    train(data_root, tmp_path / 'b', f'--init_from={tmp_path / "a" / "ckpt.pt"}', f'--schedule={schedule}',
+          '--max_iters=3', '--eval_interval=3')
+    a, b = (load_checkpoint(str(tmp_path / d / 'ckpt.pt'))['model'] for d in 'ab')
+    vocab = {'model.embeddings.tok_embeddings.weight', 'decoder.weight', 'decoder.bias'}
+    for name in a:
+        assert torch.equal(a[name], b[name]) == (name not in vocab), name
+
+
+BAD_SCHEDULES = {
+    'unknown operation': ([{'name': 'grow', 'value': 1, 'at_iter': 1}], 'unknown operation'),
+    'wrong value type': ([{'name': 'set_lr', 'value': 'fast', 'at_iter': 1}], 'must be a positive learning rate'),
+    'trigger missing': ([{'name': 'set_lr', 'value': 1e-4}], 'no trigger'),
+    'remapping without a file': ([{'name': 'disable_vocab_remapping', 'value': None, 'at_iter': 1}],
+                                 'needs a shrunken vocabulary: set vocab_remapping_file'),
+    'resize without disabling': ([{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_iter': 2},
+                                  {'name': 'disable_vocab_remapping', 'value': None, 'at_iter': 5}],
+                                 'must fire together'),
+    'never grows': ([{'name': 'set_lr', 'value': 1e-4, 'at_iter': 2},
+                     {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}],
+                    'add the missing resize_vocabulary'),
+}
+
+
+@pytest.mark.parametrize('case', BAD_SCHEDULES)
+def test_schedule_validation(case, data_root, tmp_path):
+    schedule, expected = BAD_SCHEDULES[case]
+    path = tmp_path / 'schedule.json'
+    path.write_text(json.dumps(schedule))
+    remap = [] if case == 'remapping without a file' else [f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt']
+    result = train(data_root, tmp_path / 'out', *remap, f'--schedule={path}', check=False)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('train.py: schedule:') and expected in lines[0], result.stderr
+    assert not (tmp_path / 'out').exists()
