@@ -561,6 +561,7 @@ def run_operations(it: int) -> None:
         return
     carried = optimizer_state_by_name()
     rebuild = False
+    space_before = (state['remapping'], raw_model.config.vocab_size)
     torch.manual_seed(seed_for(seed, 3, it))  # the same resize noise on every rank
     for i, trigger in due:
         op = schedule[i]
@@ -585,6 +586,12 @@ def run_operations(it: int) -> None:
         optimizer = build_optimizer(carried)
         model = wrap(raw_model)
         trainable = [p for p in raw_model.parameters() if p.requires_grad]
+    if (state['remapping'], raw_model.config.vocab_size) != space_before:
+        # evaluate in the new token space at once, so the curve shows the jump the resize causes
+        metrics = evaluate()
+        log_metrics(dict(iter=it, after_op=True, **metrics))
+        if master:
+            print(f"iter {it}: after the operations, val loss {metrics['val_loss']:.4f}")
     if not eval_only:
         save(it)
 

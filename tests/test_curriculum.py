@@ -1,6 +1,7 @@
 """The grow-as-you-go curriculum in train.py: schedule validation, the demo curriculum end to end, the optimizer state
 carried across a resize, freezing, and exact resume straddling every operation."""
 import json
+import math
 import shutil
 
 import pytest
@@ -145,3 +146,32 @@ def test_schedule_validation(case, data_root, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('train.py: schedule:') and expected in lines[0], result.stderr
     assert not (tmp_path / 'out').exists()
+
+
+def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_path):
+    """With noise 0 and no random replacements, the grown model is the same function: the val loss in the full
+    space exceeds the shrunken one by (fraction of RARE targets) * log(rare group size), nothing more."""
+    schedule = [{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_iter': 3},
+                {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
+    args = curriculum_args(data_root, tmp_path, schedule)
+    train(data_root, tmp_path / 'out', *args, '--max_iters=4', '--random_token_prob=0.0', '--mask_token_prob=1.0')
+    evals = [m for m in read_metrics(tmp_path / 'out') if m['iter'] == 3 and 'val_loss' in m]
+    before, after = evals
+    assert after.get('after_op') and not before.get('after_op')
+    remap = torch.load(f'{data_root}/shakespeare/vocab_512.pt', weights_only=True)
+    group = int((remap['full_to_shrunk'] == remap['rare_id']).sum())
+    predicted = before['val_loss'] + before['val_rare_frac'] * math.log(group)
+    assert after['val_loss'] == pytest.approx(predicted, abs=1e-4)
+    assert after['val_acc'] <= before['val_acc']  # a RARE hit is no full-token hit
+
+
+def test_a_failing_operation_stops_once_and_keeps_the_checkpoint_before_it(data_root, tmp_path):
+    schedule = [{'name': 'resize_vocabulary', 'value': [99999, 0.0], 'at_iter': 3},
+                {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
+    args = curriculum_args(data_root, tmp_path, schedule)
+    result = train(data_root, tmp_path / 'out', *args, '--eval_interval=2', '--max_iters=6', check=False)
+    assert result.returncode != 0
+    assert 'operation 0 (resize_vocabulary) failed at iter 3' in result.stderr.strip().splitlines()[-1]
+    ckpt = load_checkpoint(str(tmp_path / 'out' / 'ckpt.pt'))
+    assert ckpt['iter_num'] == 2 and ckpt['model_args']['vocab_size'] == 512 and ckpt['state']['executed_ops'] == []
+    assert not any('op' in m for m in read_metrics(tmp_path / 'out'))
