@@ -181,9 +181,9 @@ if vocab_remapping_file is not None:
         fail(f"vocab_remapping_file '{vocab_remapping_file}' not found; "
              f"run: python prepare.py --dataset={dataset} --shrink_vocab=K")
     remap = torch.load(vocab_remapping_file, weights_only=True)
-    if remap['vocab_size'] != meta['vocab_size']:
-        fail(f"{vocab_remapping_file} was made for a vocabulary of {remap['vocab_size']}, "
-             f"the dataset has {meta['vocab_size']}; rebuild it with prepare.py --shrink_vocab")
+    if remap['fingerprint'] != meta['fingerprint']:
+        fail(f"{vocab_remapping_file} was made from another preparation than {data_dir}; "
+             f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab={remap['shrunk_vocab_size']}")
     if shrunken_vocab_size not in (None, remap['shrunk_vocab_size']):
         fail(f"shrunken_vocab_size={shrunken_vocab_size} but {vocab_remapping_file} holds "
              f"{remap['shrunk_vocab_size']}; make them agree")

@@ -164,10 +164,14 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, traine
     assert not (tmp_path / 'new').exists() or not os.listdir(tmp_path / 'new')
 
 
-def test_a_checkpoint_of_another_dataset_preparation_is_refused_on_resume(data_root, trained, tmp_path):
+def test_files_of_another_dataset_preparation_are_refused(data_root, trained, tmp_path):
     other = tmp_path / 'data' / 'shakespeare'
     shutil.copytree(data_root / 'shakespeare', other)
     meta = (other / 'meta.json').read_text().replace('"fingerprint": "', '"fingerprint": "x')
     (other / 'meta.json').write_text(meta)
     result = train(tmp_path / 'data', trained, '--init_from=resume', '--max_iters=3', check=False)
     assert result.returncode != 0 and 'different preparation' in result.stderr
+    result = train(tmp_path / 'data', tmp_path / 'new', f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt',
+                   check=False)
+    assert result.returncode != 0 and 'was made from another preparation' in result.stderr
+    assert not (tmp_path / 'new').exists()
