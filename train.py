@@ -119,6 +119,8 @@ if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_m
     fail("mask_rate and eval_mask_rate must be in (0, 1)")
 if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
     fail("mask_token_prob and random_token_prob must be >= 0 and sum to at most 1")
+if learning_rate <= 0 or min_lr < 0:
+    fail("learning_rate must be > 0 and min_lr >= 0")
 for _name in ('batch_size', 'block_size', 'gradient_accumulation_steps', 'max_iters', 'eval_interval',
               'log_interval', 'eval_iters'):
     if globals()[_name] < 1:
@@ -372,7 +374,7 @@ if init_from == 'scratch':
     if os.path.exists(ckpt_path) and not overwrite:
         fail(f"{ckpt_path} exists; use --init_from=resume to continue it, or --overwrite=True to start over")
     model = Encoder(model_config_from_globals(shrunk_space.size if remap is not None else meta['vocab_size']))
-elif init_from == 'hf:' or init_from.startswith('hf:'):
+elif init_from.startswith('hf:'):
     model = Encoder.from_pretrained(init_from[3:])
 else:
     path = ckpt_path if init_from == 'resume' else init_from
@@ -390,6 +392,8 @@ else:
         wandb_run_id = checkpoint.get('wandb_run_id')
         if checkpoint['dataset_meta']['fingerprint'] != meta['fingerprint']:
             fail(f"{path} was trained on a different preparation of {dataset}; use the same data or a new out_dir")
+if state['remapping'] and remap is None:
+    fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
 active_vocab_size = shrunk_space.size if state['remapping'] else meta['vocab_size']
 if model.config.vocab_size != active_vocab_size:
     fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's ({active_vocab_size}); "
