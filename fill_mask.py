@@ -1,8 +1,9 @@
 """
-Fill [MASK] in sentences with a trained checkpoint: the encoder's analogue of nanoGPT's sample.py.
+Fill [MASK] in sentences with a trained model: the encoder's analogue of nanoGPT's sample.py.
 
     python fill_mask.py --out_dir=out-demo
     python fill_mask.py --ckpt=out-demo/ckpt.pt --text="To be, or not to [MASK]: that is the question." --top_k=5
+    python fill_mask.py --ckpt=out-demo/hf        # a folder written by export_hf.py
 """
 import os
 import sys
@@ -11,12 +12,12 @@ import torch
 
 from checkpoint import load_checkpoint
 from configurator import configure
-from model import Encoder, EncoderConfig
+from export_hf import checkpoint_model, load_folder
 from prepare import Tokenizer, load_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
-    ckpt=None,  # None: <out_dir>/ckpt.pt
+    ckpt=None,  # a checkpoint or an export_hf.py folder; None: <out_dir>/ckpt.pt
     text=None,  # None: the sentences below
     top_k=5,
     device='cpu',
@@ -30,20 +31,22 @@ SENTENCES = [
 
 
 class MaskFiller:
-    """A checkpoint's model with its tokenizer; in a shrunken-vocabulary phase, ids go through its remapping."""
+    """A model with its tokenizer, from a train.py checkpoint (in a shrunken-vocabulary phase, ids go through its
+    remapping) or from a folder written by export_hf.py (its tokenizer files)."""
 
     def __init__(self, path: str, device: str = 'cpu'):
-        if not os.path.isfile(path):
-            raise SystemExit(f"fill_mask.py: no checkpoint at {path}; train one first (python train.py config/demo_cpu.py)")
-        ckpt = load_checkpoint(path)
-        self.model = Encoder(EncoderConfig(**ckpt['model_args']))
-        self.model.load_state_dict(ckpt['model'])
+        if os.path.isdir(path):
+            self.model, self.remap = load_folder(path), None
+            self.tokenizer: Tokenizer = load_tokenizer(path)
+        elif os.path.isfile(path):
+            ckpt = load_checkpoint(path)
+            self.model, self.remap = checkpoint_model(ckpt)
+            self.tokenizer = load_tokenizer(ckpt['dataset_meta']['tokenizer'])
+        else:
+            raise SystemExit(f"fill_mask.py: no checkpoint or exported folder at {path}; train one first "
+                             f"(python train.py config/demo_cpu.py)")
         self.model.to(device).eval()
         self.device = device
-        self.tokenizer: Tokenizer = load_tokenizer(ckpt['dataset_meta']['tokenizer'])
-        self.remap = None
-        if ckpt['state']['remapping']:
-            self.remap = torch.load(ckpt['config']['vocab_remapping_file'], weights_only=True)
 
     @torch.no_grad()
     def __call__(self, text: str, top_k: int = 5) -> list[list[tuple[str, float]]]:
