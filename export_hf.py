@@ -57,7 +57,8 @@ def checkpoint_model(ckpt: dict) -> tuple[Encoder, dict | None]:
         raise SystemExit(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; run "
                          f"from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab")
     remap = torch.load(path, weights_only=True)
-    if remap['fingerprint'] != ckpt['dataset_meta']['fingerprint'] or remap['shrunk_vocab_size'] != model.config.vocab_size:
+    same_data = remap['fingerprint'] == ckpt['dataset_meta']['fingerprint']
+    if not same_data or remap['shrunk_vocab_size'] != model.config.vocab_size:
         raise SystemExit(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
                          f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
     return model, remap
@@ -105,12 +106,6 @@ def save_tokenizer(name: str, folder: str, model_max_length: int) -> None:
     """Write the tokenizer prepare.py used (its --tokenizer: 'gpt2', a folder or a hub id) into folder."""
     if name == "gpt2":
         gpt2_hf_tokenizer(model_max_length).save_pretrained(folder)
-        # the class name transformers 4.x also knows (5.x writes its new TokenizersBackend)
-        path = os.path.join(folder, "tokenizer_config.json")
-        with open(path) as f:
-            config = json.load(f)
-        with open(path, "w") as f:
-            json.dump(config | {"tokenizer_class": "PreTrainedTokenizerFast"}, f, indent=2)
         return
     from transformers import AutoTokenizer
     try:  # the two settings passed here are saved with it

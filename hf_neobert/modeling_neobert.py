@@ -143,6 +143,8 @@ class NeoBERT(NeoBERTPreTrainedModel):
         for block in self.transformer_encoder:
             x = block(x, mask)
             hidden_states.append(x)
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
         output = BaseModelOutput(last_hidden_state=self.layer_norm(x),
                                  hidden_states=tuple(hidden_states) if output_hidden_states else None)
         return output if return_dict is not False else output.to_tuple()

@@ -162,6 +162,8 @@ def test_neobert_export_loads_with_remote_code_and_gives_our_logits(neobert):
     assert type(base).__name__ == 'NeoBERT'
     hidden = base(input_ids=ids, attention_mask=mask).last_hidden_state
     assert (hf.decoder(hidden) - ours)[mask.bool()].abs().max() <= 1e-5
+    labels = torch.where(torch.rand(ids.shape) < 0.3, ids, -100)  # the masked-LM loss over the labelled positions
+    torch.testing.assert_close(hf(input_ids=ids, labels=labels).loss, our_model(ckpt)(ids, labels=labels)[1])
     expected = MaskFiller(ckpt)(TEXTS[-1])
     assert_same_top_k(MaskFiller(folder)(TEXTS[-1]), expected)
     assert_same_top_k(pipeline_top_k(pipeline("fill-mask", model=folder, trust_remote_code=True), TEXTS[-1]), expected)
