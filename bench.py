@@ -1,0 +1,348 @@
+"""
+Speed and memory of one training step (forward, backward, AdamW step) of our Encoder side by side with
+transformers' ModernBertForMaskedLM loaded with the same weights.
+
+    python bench.py                          # ModernBERT-small at block 512 and 1024 (and ModernBERT-base on CUDA)
+    python bench.py --quick                  # ModernBERT-small at block 512, eager only: minutes on a CPU
+    python bench.py --out=bench_results.json --shapes=small --block_sizes=512 --reps=7
+
+Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
+them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;
+tokens/s comes from the median step. Hugging Face runs as users run it by default (dense logits) and at its best
+(sparse_prediction=True, SDPA); ours always predicts sparsely. On the CPU the step is fp32; on CUDA it runs under
+bf16 autocast. Peak memory is the tensors held between steps (weights, buffers, optimizer state) plus the most the
+step allocates on top of them.
+"""
+import argparse
+import copy
+import itertools
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from mlm import TokenSpace, get_windows, mask_tokens, seed_for
+from model import Encoder, EncoderConfig
+
+SHAPES = {
+    "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
+    "small": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=768),
+    "base": dict(hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
+}
+# reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
+PEAK_FLOPS = {"cpu": 135e9, "cuda": 989e12}
+SPECIAL = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
+# train.py's masking recipe
+MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="ModernBERT-small at block 512, batch 4 on the CPU, eager only, 3 timed rounds")
+    p.add_argument("--out", default="bench_results.json", help="JSON file for the rows ('' writes none)")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cpu", "cuda"))
+    p.add_argument("--shapes", default=None, help=f"comma list of {', '.join(SHAPES)} "
+                   "(default: small, and base on CUDA)")
+    p.add_argument("--block_sizes", default=None, help="comma list (default 512,1024; --quick 512)")
+    p.add_argument("--batch_size", type=int, default=None, help="default 8 on the CPU (--quick 4), 32 on CUDA")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="also time torch.compile'd variants of ours (default: on, off with --quick)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed rounds; the last one measures memory")
+    p.add_argument("--reps", type=int, default=None, help="timed rounds (default 5; --quick 3)")
+    p.add_argument("--data_root", default="data")
+    p.add_argument("--dataset", default="shakespeare")
+    p.add_argument("--shrunk_vocab", type=int, default=4096,
+                   help="also time ours on data/<dataset>/vocab_K.pt's shrunken vocabulary (0: skip)")
+    p.add_argument("--peak_flops", type=float, default=None, help="for MFU (default: 135e9 CPU, 989e12 CUDA)")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--profile", action="store_true", help="print each variant's op profile (of the warm-up step "
+                   "that measures memory)")
+    args = p.parse_args(argv)
+
+    def ints(text: str, name: str) -> list[int]:
+        try:
+            values = [int(v) for v in text.split(",")]
+        except ValueError:
+            values = []
+        if not values or min(values) < 1:
+            p.error(f"--{name}={text} must be a comma list of positive integers, e.g. 512,1024")
+        return values
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device=cuda but CUDA is not available; pass --device=cpu")
+    default_shapes = "small,base" if args.device == "cuda" and not args.quick else "small"
+    args.shapes = (args.shapes or default_shapes).split(",")
+    if not set(args.shapes) <= set(SHAPES):
+        p.error(f"--shapes={','.join(args.shapes)}: each must be one of {', '.join(SHAPES)}")
+    args.block_sizes = ints(args.block_sizes or ("512" if args.quick else "512,1024"), "block_sizes")
+    args.batch_size = args.batch_size or (32 if args.device == "cuda" else 4 if args.quick else 8)
+    args.compile = (not args.quick) if args.compile is None else args.compile
+    args.reps = args.reps or (3 if args.quick else 5)
+    if args.batch_size < 1 or args.reps < 1 or args.warmup < 1:
+        p.error("--batch_size, --reps and --warmup must be at least 1")
+    if args.shrunk_vocab < 0:
+        p.error(f"--shrunk_vocab={args.shrunk_vocab} must be a vocabulary size from prepare.py --shrink_vocab, "
+                "or 0 to skip")
+    args.peak_flops = args.peak_flops or PEAK_FLOPS[args.device]
+    return args
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# data: the path train.py feeds its steps through
+
+@dataclass
+class Corpus:
+    data_dir: str
+    meta: dict
+    full: TokenSpace
+    shrunk: TokenSpace | None  # the shrunken token space, with the full -> shrunk map
+    full_to_shrunk: torch.Tensor | None
+    remap: dict | None
+
+
+def load_corpus(args: argparse.Namespace) -> Corpus:
+    data_dir = os.path.join(args.data_root, args.dataset)
+    hint = f"run: python prepare.py --dataset={args.dataset} --shrink_vocab={args.shrunk_vocab or 4096}"
+    if not os.path.isfile(os.path.join(data_dir, "meta.json")):
+        raise SystemExit(f"bench.py: no prepared dataset in {data_dir} (meta.json missing); {hint}")
+    with open(os.path.join(data_dir, "meta.json")) as f:
+        meta = json.load(f)
+    if meta["train_tokens"] <= max(args.block_sizes):
+        raise SystemExit(f"bench.py: {data_dir} has {meta['train_tokens']} train tokens, not more than block "
+                         f"{max(args.block_sizes)}; lower --block_sizes or prepare a larger corpus")
+    remap = full_to_shrunk = shrunk = None
+    if args.shrunk_vocab:
+        path = os.path.join(data_dir, f"vocab_{args.shrunk_vocab}.pt")
+        if not os.path.isfile(path):
+            raise SystemExit(f"bench.py: {path} not found; {hint}, or pass --shrunk_vocab=0")
+        remap = torch.load(path, weights_only=True)
+        full_to_shrunk = remap["full_to_shrunk"].to(args.device)
+        shrunk = TokenSpace(remap, args.device)
+    return Corpus(data_dir, meta, TokenSpace(meta, args.device), shrunk, full_to_shrunk, remap)
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def make_batch(corpus: Corpus, args: argparse.Namespace, block_size: int, seed: int) -> tuple[dict, dict]:
+    """One round's batch in each token space, {"full": (x, y), "shrunk": ...}, and the seconds each took:
+    windows, host-to-device copy, masking and (shrunk) remapping, exactly as train.py's make_batch."""
+    batches, seconds = {}, {}
+    spaces = [("full", corpus.full, None)]
+    if corpus.shrunk is not None:
+        spaces.append(("shrunk", corpus.shrunk, corpus.full_to_shrunk))
+    for name, space, mapping in spaces:
+        gen = torch.Generator().manual_seed(seed)
+        dgen = gen if args.device == "cpu" else torch.Generator(args.device).manual_seed(seed)
+        sync(args.device)
+        t0 = time.perf_counter()
+        x = get_windows(corpus.data_dir, "train", corpus.meta["dtype"], args.batch_size, block_size, gen, args.device)
+        batches[name] = mask_tokens(x, space, MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB, dgen, mapping)
+        sync(args.device)
+        seconds[name] = time.perf_counter() - t0
+    return batches, seconds
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the variants
+
+@dataclass
+class Variant:
+    impl: str  # "ours" | "hf"
+    name: str
+    sparse: bool
+    compiled: bool
+    space: str  # "full" | "shrunk": the token space of its batches
+    raw: torch.nn.Module  # the module (its parameters and config)
+    net: torch.nn.Module  # what runs the step: raw, or torch.compile(raw)
+    optimizer: torch.optim.Optimizer
+    seconds: list = field(default_factory=list)
+    predicted: list = field(default_factory=list)
+    peak_bytes: int = 0
+
+    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.impl == "ours":
+            return self.net(x, labels=y)[1]
+        return self.net(input_ids=x, labels=y).loss
+
+
+def hf_models(ours: Encoder, device: str) -> dict:
+    """transformers' ModernBertForMaskedLM with our weights: {sparse_prediction: model}, both with SDPA attention."""
+    from transformers import ModernBertForMaskedLM
+    from transformers.utils import logging
+    logging.disable_progress_bar()
+    with tempfile.TemporaryDirectory() as folder:
+        ours.save_pretrained(folder)
+        return {sparse: ModernBertForMaskedLM.from_pretrained(folder, attn_implementation="sdpa",
+                                                              sparse_prediction=sparse).to(device)
+                for sparse in (False, True)}
+
+
+def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace) -> tuple[list[Variant], dict]:
+    """The variants of one shape, and our eager model of each token space (for the FLOP count)."""
+    torch.manual_seed(args.seed)
+    meta = corpus.meta
+    config = EncoderConfig(**SHAPES[shape], vocab_size=meta["vocab_size"], **{k: meta[k] for k in SPECIAL})
+    ours = {"full": Encoder(config).to(args.device)}
+    if corpus.remap is not None:
+        small = Encoder(replace(config, vocab_size=corpus.remap["shrunk_vocab_size"],
+                                **{k: corpus.remap[k] for k in SPECIAL}))
+        body = {k: v for k, v in ours["full"].state_dict().items() if v.shape == small.state_dict()[k].shape}
+        small.load_state_dict(body, strict=False)  # the body starts from the same weights
+        ours["shrunk"] = small.to(args.device)
+    # each as its users train it: HF with the Trainer's default optimizer (adamw_torch_fused), ours as train.py does
+    lr, betas, eps, decay = 1e-4, (0.9, 0.98), 1e-6, 1e-5
+    variants = [Variant("hf", "best (sparse, sdpa)" if sparse else "default (dense logits)", sparse, False, "full",
+                        m, m, torch.optim.AdamW(m.parameters(), lr, betas, eps, decay, fused=True))
+                for sparse, m in hf_models(ours["full"], args.device).items()]
+    for compiled in (False, True) if args.compile else (False,):
+        for space, model in ours.items():
+            raw = copy.deepcopy(model) if compiled else model
+            net = torch.compile(raw) if compiled else raw
+            name = ("compile" if compiled else "eager") + (f", vocab {raw.config.vocab_size}" if space == "shrunk" else "")
+            optimizer = raw.configure_optimizers(decay, lr, betas, args.device, eps=eps)
+            variants.append(Variant("ours", name, True, compiled, space, raw, net, optimizer))
+    return variants, ours
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one training step, its time and its memory
+
+def train_step(v: Variant, x: torch.Tensor, y: torch.Tensor, autocast) -> None:
+    with autocast:
+        loss = v.loss(x, y)
+    loss.backward()
+    v.optimizer.step()
+    v.optimizer.zero_grad(set_to_none=True)
+
+
+def held_bytes(v: Variant) -> int:
+    """Bytes of the tensors a variant holds between steps: parameters (tied ones once), buffers, optimizer state."""
+    state = [t for s in v.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    tensors = {t.data_ptr(): t.numel() * t.element_size() for t in (*v.raw.parameters(), *v.raw.buffers(), *state)}
+    return sum(tensors.values())
+
+
+def profiled_step(step, device: str) -> tuple[int, torch.profiler.profile]:
+    """Run one step under the profiler: the most it allocates beyond what was allocated before it, and the profile."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    if device == "cuda":
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    with profile(activities=activities, profile_memory=True) as prof:
+        step()
+        sync(device)
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() - before, prof
+    # the CPU allocator keeps no statistics: the profiler's memory events (+bytes on allocation, -bytes on free)
+    # give the running total of what the step allocates
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+                    key=lambda e: e.start_ns())
+    return max(itertools.accumulate(e.nbytes() for e in events), default=0), prof
+
+
+def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace, block_size: int) -> dict:
+    """Warm-up rounds, then timed rounds; in each, every variant takes one step on the round's batch.
+    Returns the data path's seconds per batch for each token space."""
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if args.device == "cuda" else nullcontext()
+    data_seconds = {}
+    for r in range(args.warmup + args.reps):
+        batches, seconds = make_batch(corpus, args, block_size, seed_for(args.seed, block_size, r))
+        k = r % len(variants)
+        for v in variants[k:] + variants[:k]:  # rotate, so no variant always follows the same one
+            x, y = batches[v.space]
+            step = lambda: train_step(v, x, y, autocast)  # noqa: E731
+            if r == args.warmup - 1:
+                held = held_bytes(v)
+                peak, prof = profiled_step(step, args.device)
+                v.peak_bytes = held + peak
+                if args.profile:
+                    print(f"\n{v.impl} {v.name}, block {block_size}: the memory-measuring step's profile\n"
+                          + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
+            elif r >= args.warmup:
+                sync(args.device)
+                t0 = time.perf_counter()
+                step()
+                sync(args.device)
+                v.seconds.append(time.perf_counter() - t0)
+                v.predicted.append(int((y != -100).sum()))
+            else:
+                step()
+        if r >= args.warmup:
+            for space, s in seconds.items():
+                data_seconds.setdefault(space, []).append(s)
+        print(f"  round {r + 1}/{args.warmup + args.reps} done", file=sys.stderr, flush=True)
+    return {space: statistics.median(s) for space, s in data_seconds.items()}
+
+
+def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
+             args: argparse.Namespace) -> list[dict]:
+    tokens = args.batch_size * block_size
+    rows = []
+    for v in variants:
+        dt = statistics.median(v.seconds)
+        predicted = statistics.mean(v.predicted) if v.sparse else tokens  # a dense head predicts every row
+        rows.append(dict(
+            impl=v.impl, variant=v.name, sparse=v.sparse, compile=v.compiled, vocab_size=v.raw.config.vocab_size,
+            device=args.device, dtype="bfloat16" if args.device == "cuda" else "float32", block_size=block_size,
+            batch_size=args.batch_size, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20,
+            mfu=ours[v.space].estimate_mfu(tokens, predicted, dt, args.peak_flops, seq_len=block_size),
+            model=shape, step_ms=1e3 * dt, data_ms=1e3 * data_seconds[v.space]))
+    hf = {r["sparse"]: r["tokens_per_s"] for r in rows if r["impl"] == "hf"}
+    for r in rows:
+        r["vs_hf_best"], r["vs_hf_default"] = r["tokens_per_s"] / hf[True], r["tokens_per_s"] / hf[False]
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| model | block | impl | variant | vocab | tokens/s | vs HF best | vs HF default | peak MB | MFU "
+             "| data path |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
+                     f"| {r['tokens_per_s']:,.0f} | {r['vs_hf_best']:.2f}x | {r['vs_hf_default']:.2f}x "
+                     f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    corpus = load_corpus(args)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    rows = []
+    for shape in args.shapes:
+        for block_size in args.block_sizes:
+            print(f"{shape}, block {block_size}, batch {args.batch_size}, {args.device}", file=sys.stderr, flush=True)
+            variants, ours = build_variants(shape, corpus, args)
+            data_seconds = run_rounds(variants, corpus, args, block_size)
+            rows += rows_for(shape, block_size, variants, ours, data_seconds, args)
+            del variants, ours
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
+    dtype = "bf16 autocast" if args.device == "cuda" else "fp32"
+    print(f"{args.device}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} "
+          f"rounds after {args.warmup} warm-up; data path = windows + masking (+ remapping) as % of the step")
+    print(markdown(rows))
+    if args.out:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(tmp, args.out)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

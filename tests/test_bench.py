@@ -1,0 +1,66 @@
+"""bench.py on a tiny shape: the JSON rows, the memory accounting, the table, and bad input."""
+import json
+
+import pytest
+
+import bench
+from model import Encoder, EncoderConfig
+
+KEYS = {"impl", "variant", "sparse", "compile", "vocab_size", "device", "dtype", "block_size", "batch_size",
+        "tokens_per_s", "peak_mem_mb", "mfu"}
+
+
+def run_bench(data_root, tmp_path, *args: str) -> list[dict]:
+    out = tmp_path / "rows.json"
+    bench.main(["--shapes=tiny", "--block_sizes=64", "--batch_size=2", "--reps=1", "--no-compile",
+                "--shrunk_vocab=512", f"--data_root={data_root}", f"--out={out}", *args])
+    return json.loads(out.read_text())
+
+
+def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
+    rows = run_bench(data_root, tmp_path, "--profile")
+    printed = capsys.readouterr().out
+    assert "| tiny | 64 | ours | eager |" in printed and "aten::" in printed  # the table and the profiles
+    by = {(r["impl"], r["sparse"], r["vocab_size"]): r for r in rows}
+    assert set(by) == {("hf", False, 50368), ("hf", True, 50368), ("ours", True, 50368), ("ours", True, 512)}
+    for r in rows:
+        assert KEYS <= set(r), r
+        assert (r["device"], r["dtype"], r["block_size"], r["batch_size"], r["compile"]) == ("cpu", "float32", 64, 2,
+                                                                                            False)
+        assert r["tokens_per_s"] > 0 and 0 < r["mfu"] < 1 and 0 < r["data_ms"] < r["step_ms"]
+    hf_best = by["hf", True, 50368]
+    assert hf_best["vs_hf_best"] == 1.0 and hf_best["vs_hf_default"] > 0
+    assert by["ours", True, 50368]["vs_hf_best"] == pytest.approx(
+        by["ours", True, 50368]["tokens_per_s"] / hf_best["tokens_per_s"])
+
+    # at the optimizer step weights, gradients and both AdamW moments are alive: at least 4 copies of the weights
+    config = EncoderConfig(**bench.SHAPES["tiny"], vocab_size=50368, pad_token_id=50260, cls_token_id=50257,
+                           sep_token_id=50258, mask_token_id=50259)
+    weights_mb = Encoder(config).get_num_params() * 4 / 2**20
+    for key in [("hf", False, 50368), ("hf", True, 50368), ("ours", True, 50368)]:
+        assert by[key]["peak_mem_mb"] >= 4 * weights_mb, key
+    # dense logits: at least one more [128 rows, 50368] fp32 tensor than the sparse head needs
+    assert by["hf", False, 50368]["peak_mem_mb"] - hf_best["peak_mem_mb"] > 128 * 50368 * 4 / 2**20
+    assert by["ours", True, 512]["peak_mem_mb"] < by["ours", True, 50368]["peak_mem_mb"] / 4
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--block_sizes=512,x"], "--block_sizes=512,x must be a comma list of positive integers"),
+    (["--shapes=huge"], "--shapes=huge: each must be one of tiny, small, base"),
+    (["--shrunk_vocab=777"], "vocab_777.pt not found"),
+    (["--block_sizes=100000000"], "lower --block_sizes"),
+])
+def test_bad_input_is_one_clear_line_and_writes_nothing(data_root, tmp_path, capsys, args, message):
+    out = tmp_path / "rows.json"
+    with pytest.raises(SystemExit) as e:
+        bench.main([f"--data_root={data_root}", f"--out={out}", "--quick", *args])
+    assert e.value.code != 0
+    err = capsys.readouterr().err + str(e.value.code)
+    assert message in err
+    assert not out.exists()
+
+
+def test_missing_dataset_names_the_prepare_command(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main([f"--data_root={tmp_path}", "--quick", "--out="])
+    assert "meta.json missing" in str(e.value.code) and "python prepare.py" in str(e.value.code)
