@@ -1,7 +1,7 @@
 """
 GUIDE initialization: a smaller ModernBERT student projected out of a larger trained teacher, instead of random weights.
 
-    python init_guide.py --teacher=answerdotai/ModernBERT-base --out=student.pt        # ModernBERT-small, layer 0 guided
+    python init_guide.py --teacher=answerdotai/ModernBERT-base --out=student.pt   # ModernBERT-small, layer 0 guided
     python init_guide.py --teacher=out-teacher/ckpt.pt --out=student.pt --hidden_size=128 --num_hidden_layers=4 \
         --num_attention_heads=2 --intermediate_size=256 --guide_layers=all --select=importance
     python train.py config/demo_cpu.py --init_from=student.pt ...
@@ -34,7 +34,7 @@ DEFAULTS = dict(
     intermediate_size=768,
     guide_layers=None,  # None or 0: only layer 0 comes from the teacher (the original script); 'all': every layer
     select='first',  # 'first' | 'importance': which teacher heads and neurons the student keeps
-    dataset=None,  # optional prepared dataset: its vocabulary must be the teacher's, its meta.json goes in the checkpoint
+    dataset=None,  # optional prepared dataset: its vocabulary must be the teacher's; its meta.json is stored
     data_root='data',
     seed=1337,  # the random init of the layers that are not guided
 )
@@ -164,8 +164,11 @@ def load_teacher(source: str) -> tuple[Encoder, dict | None]:
     if source.endswith('.pt'):
         if not os.path.isfile(source):
             fail(f"no teacher checkpoint at {source}; train one with train.py or pass a ModernBERT folder or hub id")
-        ckpt = load_checkpoint(source)
-        if 'model' not in ckpt or 'model_args' not in ckpt:
+        try:
+            ckpt = load_checkpoint(source)
+        except Exception as e:  # truncated, or not a torch file
+            fail(f"cannot read teacher checkpoint {source}: {type(e).__name__}: {e}")
+        if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_args' not in ckpt:
             fail(f"{source} has no 'model' and 'model_args': pass a checkpoint written by train.py")
         teacher = Encoder(EncoderConfig(**ckpt['model_args']))
         teacher.load_state_dict(ckpt['model'])

@@ -142,17 +142,18 @@ def test_default_student_is_modernbert_small_with_the_right_shapes_and_names(tmp
     expected.load_state_dict(ckpt['model'], assign=True)  # strict
 
 
-def test_student_from_a_train_py_checkpoint_keeps_its_dataset_meta_and_trains(data_root, tmp_path):
+def test_student_from_a_train_py_checkpoint_keeps_its_dataset_meta_and_trains(data_root, tmp_path, capsys):
     common = ['--block_size=64', '--batch_size=2', '--eval_iters=1', '--device=cpu', '--dtype=float32',
               '--compile=False', f'--data_root={data_root}']
     run_script('train.py', '--hidden_size=64', '--intermediate_size=96', '--num_hidden_layers=3',
                '--num_attention_heads=2', '--local_attention=16', '--max_iters=1', '--eval_interval=1',
                f'--out_dir={tmp_path / "teacher"}', *common)
     out = str(tmp_path / 'student.pt')
-    result = run_script('init_guide.py', f'--teacher={tmp_path / "teacher" / "ckpt.pt"}', f'--out={out}',
-                        '--hidden_size=32', '--num_hidden_layers=2', '--num_attention_heads=1',
-                        '--intermediate_size=48', '--guide_layers=all')
-    assert 'explain' in result.stdout and '0 <- 0, 1 <- 2' in result.stdout
+    init_guide.main([f'--teacher={tmp_path / "teacher" / "ckpt.pt"}', f'--out={out}', '--hidden_size=32',
+                     '--num_hidden_layers=2', '--num_attention_heads=1', '--intermediate_size=48',
+                     '--guide_layers=all'])
+    printed = capsys.readouterr().out
+    assert 'explain' in printed and '0 <- 0, 1 <- 2' in printed
     teacher_ckpt, ckpt = load_checkpoint(str(tmp_path / 'teacher' / 'ckpt.pt')), load_checkpoint(out)
     assert ckpt['dataset_meta'] == teacher_ckpt['dataset_meta']
     assert ckpt['model_args']['local_attention'] == 16 and ckpt['model_args']['hidden_size'] == 32
@@ -238,13 +239,15 @@ def test_bad_student_options_fail_clearly(tmp_path, args, message):
 
 
 def test_unloadable_teachers_and_vocabulary_mismatch_fail_clearly(tmp_path, data_root):
-    out, folder = tmp_path / 'student.pt', teacher_folder(tmp_path)
+    out, folder, garbage = tmp_path / 'student.pt', teacher_folder(tmp_path), tmp_path / 'garbage.pt'
+    garbage.write_bytes(b'not a checkpoint')
     result = run_script('init_guide.py', '--teacher=answerdotai/ModernBERT-base', f'--out={out}', check=False)
     assert result.returncode == 1 and not out.exists()
     assert 'cannot be reached (offline' in result.stderr and 'local ModernBertForMaskedLM folder' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     cases = [
         (str(tmp_path / 'missing.pt'), [], 'no teacher checkpoint at'),
+        (str(garbage), [], 'cannot read teacher checkpoint'),
         (str(tmp_path), [], 'cannot load teacher'),  # a folder without config.json
         (folder, ['--dataset=shakespeare', f'--data_root={data_root}'],
          "teacher's vocabulary (300) does not match the dataset's (50368)"),
