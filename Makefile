@@ -16,7 +16,7 @@ $(STAMP): requirements.txt
 
 demo: setup
 	test -f data/shakespeare/meta.json || $(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
-	$(PY) train.py config/demo_cpu.py
+	$(PY) train.py config/demo_cpu.py --overwrite=True
 	$(PY) fill_mask.py --out_dir=out-demo
 
 test: setup
