@@ -8,10 +8,10 @@ transformers' ModernBertForMaskedLM loaded with the same weights.
 
 Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
 them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;
-tokens/s comes from the median step. Hugging Face runs as users run it by default (dense logits) and at its best
-(sparse_prediction=True, SDPA); ours always predicts sparsely. On the CPU the step is fp32; on CUDA it runs under
-bf16 autocast. Peak memory is the tensors held between steps (weights, buffers, optimizer state) plus the most the
-step allocates on top of them.
+tokens/s comes from the median step, the speed-ups over Hugging Face are medians of the per-round ratios. Hugging
+Face runs as users run it by default (dense logits) and at its best (sparse_prediction=True, SDPA); ours always
+predicts sparsely. On the CPU the step is fp32; on CUDA it runs under bf16 autocast. Peak memory is the tensors held
+between steps (weights, buffers, optimizer state) plus the most the step allocates on top of them.
 """
 import argparse
 import copy
@@ -26,6 +26,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 import torch
+from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from mlm import TokenSpace, get_windows, mask_tokens, seed_for
@@ -39,6 +40,9 @@ SHAPES = {
 # reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
 PEAK_FLOPS = {"cpu": 135e9, "cuda": 989e12}
 SPECIAL = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
+# kinds of op in the profile breakdown: (substrings of) their names
+OP_KINDS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("scaled_dot_product",),
+            "optimizer": ("adam",)}
 # train.py's masking recipe
 MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
 
@@ -46,7 +50,7 @@ MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
-                   help="ModernBERT-small at block 512, batch 4 on the CPU, eager only, 3 timed rounds")
+                   help="ModernBERT-small at block 512, batch 4 on the CPU, eager only, 2 timed rounds")
     p.add_argument("--out", default="bench_results.json", help="JSON file for the rows ('' writes none)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cpu", "cuda"))
     p.add_argument("--shapes", default=None, help=f"comma list of {', '.join(SHAPES)} "
@@ -55,16 +59,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--batch_size", type=int, default=None, help="default 8 on the CPU (--quick 4), 32 on CUDA")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="also time torch.compile'd variants of ours (default: on, off with --quick)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed rounds; the last one measures memory")
-    p.add_argument("--reps", type=int, default=None, help="timed rounds (default 5; --quick 3)")
+    p.add_argument("--warmup", type=int, default=None, help="untimed rounds, the last of which measures memory "
+                   "(default 2; 3 with --compile, whose second step recompiles for dynamic shapes)")
+    p.add_argument("--reps", type=int, default=None, help="timed rounds (default 5; --quick 2)")
     p.add_argument("--data_root", default="data")
     p.add_argument("--dataset", default="shakespeare")
     p.add_argument("--shrunk_vocab", type=int, default=4096,
                    help="also time ours on data/<dataset>/vocab_K.pt's shrunken vocabulary (0: skip)")
     p.add_argument("--peak_flops", type=float, default=None, help="for MFU (default: 135e9 CPU, 989e12 CUDA)")
     p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--profile", action="store_true", help="print each variant's op profile (of the warm-up step "
-                   "that measures memory)")
     args = p.parse_args(argv)
 
     def ints(text: str, name: str) -> list[int]:
@@ -83,9 +86,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if not set(args.shapes) <= set(SHAPES):
         p.error(f"--shapes={','.join(args.shapes)}: each must be one of {', '.join(SHAPES)}")
     args.block_sizes = ints(args.block_sizes or ("512" if args.quick else "512,1024"), "block_sizes")
+    longest = EncoderConfig().max_position_embeddings
+    if max(args.block_sizes) > longest:
+        p.error(f"--block_sizes={max(args.block_sizes)} exceeds ModernBERT's max_position_embeddings={longest}")
     args.batch_size = args.batch_size or (32 if args.device == "cuda" else 4 if args.quick else 8)
     args.compile = (not args.quick) if args.compile is None else args.compile
-    args.reps = args.reps or (3 if args.quick else 5)
+    args.reps = (2 if args.quick else 5) if args.reps is None else args.reps
+    args.warmup = (3 if args.compile else 2) if args.warmup is None else args.warmup
     if args.batch_size < 1 or args.reps < 1 or args.warmup < 1:
         p.error("--batch_size, --reps and --warmup must be at least 1")
     if args.shrunk_vocab < 0:
@@ -169,6 +176,8 @@ class Variant:
     seconds: list = field(default_factory=list)
     predicted: list = field(default_factory=list)
     peak_bytes: int = 0
+    op_seconds: dict = field(default_factory=dict)  # the profiled step's self time by kind of op
+    top_other: list = field(default_factory=list)  # its largest other ops
 
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.impl == "ours":
@@ -209,7 +218,8 @@ def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace) -> tupl
         for space, model in ours.items():
             raw = copy.deepcopy(model) if compiled else model
             net = torch.compile(raw) if compiled else raw
-            name = ("compile" if compiled else "eager") + (f", vocab {raw.config.vocab_size}" if space == "shrunk" else "")
+            name = "compile" if compiled else "eager"
+            name += f", vocab {raw.config.vocab_size}" if space == "shrunk" else ""
             optimizer = raw.configure_optimizers(decay, lr, betas, args.device, eps=eps)
             variants.append(Variant("ours", name, True, compiled, space, raw, net, optimizer))
     return variants, ours
@@ -252,6 +262,23 @@ def profiled_step(step, device: str) -> tuple[int, torch.profiler.profile]:
     return max(itertools.accumulate(e.nbytes() for e in events), default=0), prof
 
 
+def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
+    """Self time of a profiled step by kind of op (on CUDA the device time of the kernels each op launched), and the
+    names of the three largest ops of kind "other"."""
+    seconds = dict.fromkeys((*OP_KINDS, "other"), 0.0)
+    other = {}
+    for e in prof.key_averages():
+        if e.device_type != DeviceType.CPU:  # CUDA kernels: their time is already counted on the op that ran them
+            continue
+        t = (e.self_device_time_total if device == "cuda" else e.self_cpu_time_total) / 1e6
+        kind = next((k for k, names in OP_KINDS.items() if any(n in e.key for n in names)), "other")
+        seconds[kind] += t
+        if kind == "other":  # torch.compile's graphs run the fused kernels it generated
+            name = "compiled kernels" if "CompiledFxGraph" in e.key else e.key
+            other[name] = other.get(name, 0.0) + t
+    return seconds, sorted(other, key=other.get, reverse=True)[:3]
+
+
 def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace, block_size: int) -> dict:
     """Warm-up rounds, then timed rounds; in each, every variant takes one step on the round's batch.
     Returns the data path's seconds per batch for each token space."""
@@ -267,9 +294,7 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
                 held = held_bytes(v)
                 peak, prof = profiled_step(step, args.device)
                 v.peak_bytes = held + peak
-                if args.profile:
-                    print(f"\n{v.impl} {v.name}, block {block_size}: the memory-measuring step's profile\n"
-                          + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), flush=True)
+                v.op_seconds, v.top_other = op_seconds(prof, args.device)
             elif r >= args.warmup:
                 sync(args.device)
                 t0 = time.perf_counter()
@@ -289,19 +314,23 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
              args: argparse.Namespace) -> list[dict]:
     tokens = args.batch_size * block_size
+    hf = {v.sparse: v for v in variants if v.impl == "hf"}
     rows = []
     for v in variants:
         dt = statistics.median(v.seconds)
         predicted = statistics.mean(v.predicted) if v.sparse else tokens  # a dense head predicts every row
+
+        def speedup(base: Variant) -> float:
+            # per round, so that a machine whose speed drifts between rounds compares steps taken side by side
+            return statistics.median(b / s for b, s in zip(base.seconds, v.seconds))
+
         rows.append(dict(
             impl=v.impl, variant=v.name, sparse=v.sparse, compile=v.compiled, vocab_size=v.raw.config.vocab_size,
             device=args.device, dtype="bfloat16" if args.device == "cuda" else "float32", block_size=block_size,
             batch_size=args.batch_size, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20,
             mfu=ours[v.space].estimate_mfu(tokens, predicted, dt, args.peak_flops, seq_len=block_size),
-            model=shape, step_ms=1e3 * dt, data_ms=1e3 * data_seconds[v.space]))
-    hf = {r["sparse"]: r["tokens_per_s"] for r in rows if r["impl"] == "hf"}
-    for r in rows:
-        r["vs_hf_best"], r["vs_hf_default"] = r["tokens_per_s"] / hf[True], r["tokens_per_s"] / hf[False]
+            model=shape, vs_hf_best=speedup(hf[True]), vs_hf_default=speedup(hf[False]), step_ms=1e3 * dt,
+            data_ms=1e3 * data_seconds[v.space], op_s=v.op_seconds, top_other_ops=v.top_other))
     return rows
 
 
@@ -313,6 +342,18 @@ def markdown(rows: list[dict]) -> str:
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
                      f"| {r['tokens_per_s']:,.0f} | {r['vs_hf_best']:.2f}x | {r['vs_hf_default']:.2f}x "
                      f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% |")
+    return "\n".join(lines)
+
+
+def profile_markdown(rows: list[dict]) -> str:
+    kinds = (*OP_KINDS, "other")
+    lines = [f"| model | block | impl | variant | profiled s | {' | '.join(kinds)} | largest other ops |",
+             "|---|---|---|---|---|" + "---|" * len(kinds) + "---|"]
+    for r in rows:
+        total = sum(r["op_s"].values())
+        shares = " | ".join(f"{100 * r['op_s'][k] / total:.0f}%" for k in kinds)
+        lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {total:.2f} | {shares} "
+                     f"| {', '.join(r['top_other_ops'])} |")
     return "\n".join(lines)
 
 
@@ -336,6 +377,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print(f"{args.device}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} "
           f"rounds after {args.warmup} warm-up; data path = windows + masking (+ remapping) as % of the step")
     print(markdown(rows))
+    print("\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the "
+          "profiler, so small ops weigh more than in the timed steps)")
+    print(profile_markdown(rows))
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w") as f:
