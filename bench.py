@@ -311,6 +311,21 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
     return {space: statistics.median(s) for space, s in data_seconds.items()}
 
 
+def matmul_flops(device: str) -> float:
+    """FLOP/s of one large square matmul in the step's dtype, measured now: the most this machine's matmul
+    kernels deliver, to set the MFU figures against."""
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    a, b = (torch.randn(2048, 2048, device=device, dtype=dtype) for _ in range(2))
+    seconds = []
+    for _ in range(7):
+        sync(device)
+        t0 = time.perf_counter()
+        a @ b
+        sync(device)
+        seconds.append(time.perf_counter() - t0)
+    return 2 * 2048**3 / statistics.median(seconds[2:])
+
+
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
              args: argparse.Namespace) -> list[dict]:
     tokens = args.batch_size * block_size
@@ -319,6 +334,7 @@ def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, d
     for v in variants:
         dt = statistics.median(v.seconds)
         predicted = statistics.mean(v.predicted) if v.sparse else tokens  # a dense head predicts every row
+        mfu = ours[v.space].estimate_mfu(tokens, predicted, dt, args.peak_flops, seq_len=block_size)
 
         def speedup(base: Variant) -> float:
             # per round, so that a machine whose speed drifts between rounds compares steps taken side by side
@@ -327,21 +343,22 @@ def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, d
         rows.append(dict(
             impl=v.impl, variant=v.name, sparse=v.sparse, compile=v.compiled, vocab_size=v.raw.config.vocab_size,
             device=args.device, dtype="bfloat16" if args.device == "cuda" else "float32", block_size=block_size,
-            batch_size=args.batch_size, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20,
-            mfu=ours[v.space].estimate_mfu(tokens, predicted, dt, args.peak_flops, seq_len=block_size),
-            model=shape, vs_hf_best=speedup(hf[True]), vs_hf_default=speedup(hf[False]), step_ms=1e3 * dt,
-            data_ms=1e3 * data_seconds[v.space], op_s=v.op_seconds, top_other_ops=v.top_other))
+            batch_size=args.batch_size, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20, mfu=mfu,
+            of_matmul=mfu * args.peak_flops / args.matmul_flops, model=shape, vs_hf_best=speedup(hf[True]),
+            vs_hf_default=speedup(hf[False]), step_ms=1e3 * dt, data_ms=1e3 * data_seconds[v.space],
+            op_s=v.op_seconds, top_other_ops=v.top_other))
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| model | block | impl | variant | vocab | tokens/s | vs HF best | vs HF default | peak MB | MFU "
-             "| data path |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| of matmul | data path |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
                      f"| {r['tokens_per_s']:,.0f} | {r['vs_hf_best']:.2f}x | {r['vs_hf_default']:.2f}x "
-                     f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% |")
+                     f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% "
+                     f"| {100 * r['of_matmul']:.0f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% |")
     return "\n".join(lines)
 
 
@@ -363,6 +380,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
+    args.matmul_flops = matmul_flops(args.device)
     rows = []
     for shape in args.shapes:
         for block_size in args.block_sizes:
@@ -375,7 +393,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 torch.cuda.empty_cache()
     dtype = "bf16 autocast" if args.device == "cuda" else "fp32"
     print(f"{args.device}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} "
-          f"rounds after {args.warmup} warm-up; data path = windows + masking (+ remapping) as % of the step")
+          f"rounds after {args.warmup} warm-up; MFU against {args.peak_flops / 1e9:,.0f} GFLOP/s; "
+          f"of matmul = model FLOP/s as a share of a 2048^3 matmul's, measured now: {args.matmul_flops / 1e9:,.0f} "
+          "GFLOP/s; data path = windows + masking (+ remapping) as % of the step")
     print(markdown(rows))
     print("\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the "
           "profiler, so small ops weigh more than in the timed steps)")
