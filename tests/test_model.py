@@ -83,7 +83,7 @@ def hf_folder(tmp_path, name: str) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(HF_CONFIGS))
-def test_parity_with_transformers(tmp_path, name):
+def test_parity_with_transformers(tmp_path, monkeypatch, name):
     folder = hf_folder(tmp_path, name)
     ours = Encoder.from_pretrained(folder).eval()
     cfg = HF_CONFIGS[name]
@@ -92,20 +92,27 @@ def test_parity_with_transformers(tmp_path, name):
     ids, mask = padded_batch(cfg["vocab_size"], [40, 29, 6], seq_len=40)
     labels = random_labels(ids, mask)
     real = mask.bool()
-    with torch.no_grad():
-        dense, _ = ours(ids, mask)
-        sparse, loss = ours(ids, mask, labels)
+    # local layers: by blocks (40 tokens span at least 2 windows in every config) and with the dense [T, T] mask
+    outputs = {}
+    for path, windows in (("banded", model_module.BAND_FROM_WINDOWS), ("dense", 10**6)):
+        monkeypatch.setattr(model_module, "BAND_FROM_WINDOWS", windows)
+        assert isinstance(attention_masks(mask, 40, cfg["local_attention"] // 2, {"local"}, "cpu")["local"],
+                          model_module.Band) == (path == "banded")
+        with torch.no_grad():
+            outputs[path] = ours(ids, mask)[0], *ours(ids, mask, labels)
     for impl in ("sdpa", "eager"):
         hf = AutoModelForMaskedLM.from_pretrained(folder, attn_implementation=impl).eval()
         with torch.no_grad():
             out = hf(input_ids=ids, attention_mask=mask, labels=labels)
             hf.sparse_prediction = True
             hf_sparse = hf(input_ids=ids, attention_mask=mask, labels=labels).logits
-        diff = (out.logits - dense).abs()[real].max().item()
-        print(f"parity {name} {impl}: max |logit diff| = {diff:.2e}, loss diff = {abs(out.loss - loss).item():.2e}")
-        assert diff <= TOL
-        assert (hf_sparse - sparse).abs().max().item() <= TOL
-        assert abs(out.loss.item() - loss.item()) <= TOL
+        for path, (dense, sparse, loss) in outputs.items():
+            diff = (out.logits - dense).abs()[real].max().item()
+            print(f"parity {name} {impl} {path}: max |logit diff| = {diff:.2e}, "
+                  f"loss diff = {abs(out.loss - loss).item():.2e}")
+            assert diff <= TOL
+            assert (hf_sparse - sparse).abs().max().item() <= TOL
+            assert abs(out.loss.item() - loss.item()) <= TOL
 
 
 def test_sparse_equals_dense():
@@ -273,9 +280,10 @@ def test_no_nan_with_padding_and_fully_padded_row(arch):
     assert empty.item() == 0.0
 
 
-def test_masks_window_padding_and_no_empty_row():
+def test_masks_window_padding_and_no_empty_row(monkeypatch):
     # SDPA on this CPU returns zeros for a row with no visible key, other kernels give NaN: no row may be empty.
     mask = torch.tensor([[1] * 10, [1, 1] + [0] * 8, [0] * 10])
+    monkeypatch.setattr(model_module, "BAND_FROM_WINDOWS", 10**6)  # the dense [T, T] masks
     masks = attention_masks(mask, 10, 2, {"global", "local"}, "cpu")
     for m in masks.values():
         assert m.expand(3, 1, 10, 10).any(dim=-1).all()
@@ -284,6 +292,16 @@ def test_masks_window_padding_and_no_empty_row():
     assert torch.equal(local[0, 0], dist <= 2)  # |i - j| <= local_attention // 2
     assert not local[1, 0, :2, 2:].any() and not masks["global"][1, 0, 0, 2:].any()  # real tokens never see pads
     assert attention_masks(None, 10, 2, {"global"}, "cpu") == {"global": None}  # no mask: SDPA's fast path
+
+    # by blocks: each block's mask is its part of the dense mask, and the keys outside its span are all masked
+    monkeypatch.setattr(model_module, "BAND_FROM_WINDOWS", 2)
+    for padding in (mask, None):
+        band = attention_masks(padding, 10, 2, {"local"}, "cpu")["local"]
+        dense = local if padding is not None else (dist <= 2).expand(3, 1, 10, 10)
+        assert [span[:2] for span in band.spans] == [(0, 4), (4, 8), (8, 10)]
+        for (start, stop, lo, hi), m in zip(band.spans, band.masks):
+            assert torch.equal(m.expand(3, 1, stop - start, hi - lo), dense[:, :, start:stop, lo:hi])
+            assert not dense[:, :, start:stop, :lo].any() and not dense[:, :, start:stop, hi:].any()
 
 
 def test_config_defaults_and_round_trip():
