@@ -312,18 +312,18 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
 
 
 def matmul_flops(device: str) -> float:
-    """FLOP/s of one large square matmul in the step's dtype, measured now: the most this machine's matmul
-    kernels deliver, to set the MFU figures against."""
+    """FLOP/s of a large square matmul in the step's dtype, the fastest of 10 after warm-up: the most this
+    machine's matmul kernels deliver now, to set the model's FLOP/s against."""
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     a, b = (torch.randn(2048, 2048, device=device, dtype=dtype) for _ in range(2))
     seconds = []
-    for _ in range(7):
+    for _ in range(12):
         sync(device)
         t0 = time.perf_counter()
         a @ b
         sync(device)
         seconds.append(time.perf_counter() - t0)
-    return 2 * 2048**3 / statistics.median(seconds[2:])
+    return 2 * 2048**3 / min(seconds[2:])
 
 
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     dtype = "bf16 autocast" if args.device == "cuda" else "fp32"
     print(f"{args.device}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} "
           f"rounds after {args.warmup} warm-up; MFU against {args.peak_flops / 1e9:,.0f} GFLOP/s; "
-          f"of matmul = model FLOP/s as a share of a 2048^3 matmul's, measured now: {args.matmul_flops / 1e9:,.0f} "
+          f"of matmul = model FLOP/s as a share of the fastest 2048^3 matmul, measured now: {args.matmul_flops / 1e9:,.0f} "
           "GFLOP/s; data path = windows + masking (+ remapping) as % of the step")
     print(markdown(rows))
     print("\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the "
