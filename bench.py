@@ -141,6 +141,15 @@ def sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def timed(fn, device: str) -> tuple[float, object]:
+    """Seconds fn takes (with the device's queued work finished before and after) and what it returns."""
+    sync(device)
+    t0 = time.perf_counter()
+    out = fn()
+    sync(device)
+    return time.perf_counter() - t0, out
+
+
 def make_batch(corpus: Corpus, args: argparse.Namespace, block_size: int, seed: int) -> tuple[dict, dict]:
     """One round's batch in each token space, {"full": (x, y), "shrunk": ...}, and the seconds each took:
     windows, host-to-device copy, masking and (shrunk) remapping, exactly as train.py's make_batch."""
@@ -151,12 +160,13 @@ def make_batch(corpus: Corpus, args: argparse.Namespace, block_size: int, seed: 
     for name, space, mapping in spaces:
         gen = torch.Generator().manual_seed(seed)
         dgen = gen if args.device == "cpu" else torch.Generator(args.device).manual_seed(seed)
-        sync(args.device)
-        t0 = time.perf_counter()
-        x = get_windows(corpus.data_dir, "train", corpus.meta["dtype"], args.batch_size, block_size, gen, args.device)
-        batches[name] = mask_tokens(x, space, MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB, dgen, mapping)
-        sync(args.device)
-        seconds[name] = time.perf_counter() - t0
+
+        def batch():
+            x = get_windows(corpus.data_dir, "train", corpus.meta["dtype"], args.batch_size, block_size, gen,
+                            args.device)
+            return mask_tokens(x, space, MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB, dgen, mapping)
+
+        seconds[name], batches[name] = timed(batch, args.device)
     return batches, seconds
 
 
@@ -296,11 +306,7 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
                 v.peak_bytes = held + peak
                 v.op_seconds, v.top_other = op_seconds(prof, args.device)
             elif r >= args.warmup:
-                sync(args.device)
-                t0 = time.perf_counter()
-                step()
-                sync(args.device)
-                v.seconds.append(time.perf_counter() - t0)
+                v.seconds.append(timed(step, args.device)[0])
                 v.predicted.append(int((y != -100).sum()))
             else:
                 step()
@@ -316,13 +322,7 @@ def matmul_flops(device: str) -> float:
     machine's matmul kernels deliver now, to set the model's FLOP/s against."""
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     a, b = (torch.randn(2048, 2048, device=device, dtype=dtype) for _ in range(2))
-    seconds = []
-    for _ in range(12):
-        sync(device)
-        t0 = time.perf_counter()
-        a @ b
-        sync(device)
-        seconds.append(time.perf_counter() - t0)
+    seconds = [timed(lambda: a @ b, device)[0] for _ in range(12)]
     return 2 * 2048**3 / min(seconds[2:])
 
 

@@ -1,5 +1,5 @@
 """
-Atomic checkpoint files, shared by train.py and init_guide.py.
+Atomic checkpoint files, shared by train.py, init_guide.py and export_hf.py.
 
 A checkpoint is written to a temporary file in the same folder, flushed, fsynced and then renamed over
 the target, so a crash at any point leaves the old file or the new one, never a partial one.
@@ -9,6 +9,8 @@ import os
 import tempfile
 
 import torch
+
+from model import Encoder, EncoderConfig
 
 TMP_SUFFIX = '.tmp'
 
@@ -42,3 +44,10 @@ def save_checkpoint(obj: dict, path: str) -> None:
 def load_checkpoint(path: str) -> dict:
     """Load a checkpoint written by save_checkpoint onto the CPU (weights_only: no code runs)."""
     return torch.load(path, map_location='cpu', weights_only=True)
+
+
+def checkpoint_encoder(ckpt: dict) -> Encoder:
+    """The Encoder a checkpoint holds: its config from model_args, its weights from model."""
+    model = Encoder(EncoderConfig(**ckpt['model_args']))
+    model.load_state_dict(ckpt['model'])
+    return model

@@ -22,7 +22,7 @@ import sys
 
 import torch
 
-from checkpoint import load_checkpoint
+from checkpoint import checkpoint_encoder, load_checkpoint
 from configurator import configure
 from model import Encoder, EncoderConfig, load_safetensors_folder
 from prepare import GPT2_EOT_ID, GPT2_MLM_TOKENS, GPT2_VOCAB_SIZE, SPECIAL_NAMES, gpt2_bpe_files
@@ -48,8 +48,7 @@ MODEL_INPUTS = ['input_ids', 'attention_mask']  # neither architecture takes tok
 
 def checkpoint_model(ckpt: dict) -> tuple[Encoder, dict | None]:
     """The model of a train.py checkpoint and, while it trains in a shrunken vocabulary, its remapping (vocab_K.pt)."""
-    model = Encoder(EncoderConfig(**ckpt['model_args']))
-    model.load_state_dict(ckpt['model'])
+    model = checkpoint_encoder(ckpt)
     if not ckpt['state']['remapping']:
         return model, None
     path = ckpt['config']['vocab_remapping_file']

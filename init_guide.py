@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 import torch
 import torch.nn as nn
 
-from checkpoint import load_checkpoint, save_checkpoint
+from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
 from configurator import configure
 from model import Encoder, EncoderConfig, ModernBertLayer
 
@@ -170,8 +170,7 @@ def load_teacher(source: str) -> tuple[Encoder, dict | None]:
             fail(f"cannot read teacher checkpoint {source}: {type(e).__name__}: {e}")
         if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_args' not in ckpt:
             fail(f"{source} has no 'model' and 'model_args': pass a checkpoint written by train.py")
-        teacher = Encoder(EncoderConfig(**ckpt['model_args']))
-        teacher.load_state_dict(ckpt['model'])
+        teacher = checkpoint_encoder(ckpt)
         meta = ckpt.get('dataset_meta')
     else:
         from huggingface_hub.errors import LocalEntryNotFoundError

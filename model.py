@@ -145,17 +145,17 @@ BAND_FROM_WINDOWS = 2
 class Band:
     """Sliding-window attention by blocks of queries: the queries start:stop attend only to the keys their windows
     reach, lo:hi (views, no copies). masks: one per block, [stop - start, hi - lo] or with padding [B, 1, ., .],
-    True = attend."""
+    True = attend. One block spanning the whole sequence is the dense [T, T] window."""
     spans: list  # (start, stop, lo, hi) per block
     masks: list
 
 
-def band_mask(valid: torch.Tensor | None, seq_len: int, half_window: int, device) -> Band:
-    """The Band of a sliding window of half_window keys on each side, blocks of 2 * half_window queries; valid [B, T]
+def band_mask(valid: torch.Tensor | None, seq_len: int, half_window: int, block: int, device) -> Band:
+    """The Band of a sliding window of half_window keys on each side, in blocks of `block` queries; valid [B, T]
     marks real (non-pad) keys."""
     spans, masks = [], []
-    for start in range(0, seq_len, 2 * half_window):
-        stop = min(seq_len, start + 2 * half_window)
+    for start in range(0, seq_len, block):
+        stop = min(seq_len, start + block)
         lo, hi = max(0, start - half_window), min(seq_len, stop + half_window)
         distance = torch.arange(start, stop, device=device)[:, None] - torch.arange(lo, hi, device=device)
         mask = distance.abs() <= half_window
@@ -170,8 +170,8 @@ def band_mask(valid: torch.Tensor | None, seq_len: int, half_window: int, device
 def attention_masks(attention_mask: torch.Tensor | None, seq_len: int, half_window: int, kinds: set,
                     device) -> dict:
     """Boolean SDPA masks (True = attend), built once per forward and shared by the layers of each kind: [B, 1, 1, T]
-    padding (None without padding) for global layers; for local ones a [T, T] window, with padding [B, 1, T, T], or a
-    Band when T spans at least BAND_FROM_WINDOWS windows."""
+    padding (None without padding) for global layers; for local ones a Band, in blocks of one window when T spans at
+    least BAND_FROM_WINDOWS windows, else one block (the dense window)."""
     keep = valid = None
     if attention_mask is not None:
         valid = attention_mask.bool()
@@ -179,23 +179,19 @@ def attention_masks(attention_mask: torch.Tensor | None, seq_len: int, half_wind
         valid = valid | ~valid.any(dim=-1, keepdim=True)
         keep = valid[:, None, None, :]  # [B, 1, 1, T]
     masks = {"global": keep}
-    if "local" in kinds and seq_len >= BAND_FROM_WINDOWS * 2 * half_window:
-        masks["local"] = band_mask(valid, seq_len, half_window, device)
-    elif "local" in kinds:
-        pos = torch.arange(seq_len, device=device)
-        local = (pos[None, :] - pos[:, None]).abs() <= half_window
-        if keep is not None:
-            # a padded query whose window holds only padding keeps its diagonal, so no row is empty
-            local = (local & keep) | torch.eye(seq_len, dtype=torch.bool, device=device)
-        masks["local"] = local
+    if "local" in kinds:
+        window = 2 * half_window
+        block = window if seq_len >= BAND_FROM_WINDOWS * window else seq_len
+        masks["local"] = band_mask(valid, seq_len, half_window, block, device)
     return masks
 
 
 def banded_attention(q, k, v, band: Band, dropout_p: float) -> torch.Tensor:
     """q, k, v [B, heads, T, head_dim] -> [B, heads, T, head_dim], block by block."""
-    return torch.cat([F.scaled_dot_product_attention(q[:, :, start:stop], k[:, :, lo:hi], v[:, :, lo:hi],
-                                                     attn_mask=mask, dropout_p=dropout_p)
-                      for (start, stop, lo, hi), mask in zip(band.spans, band.masks)], dim=2)
+    ys = [F.scaled_dot_product_attention(q[:, :, start:stop], k[:, :, lo:hi], v[:, :, lo:hi], attn_mask=mask,
+                                         dropout_p=dropout_p)
+          for (start, stop, lo, hi), mask in zip(band.spans, band.masks)]
+    return torch.cat(ys, dim=2) if len(ys) > 1 else ys[0]
 
 
 def attention(q, k, v, rope: tuple, mask, dropout_p: float) -> torch.Tensor:

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import load_checkpoint, save_checkpoint
+from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
 from mlm import TokenSpace, get_windows, mask_tokens, micro_batch_loss, seed_for
 from model import Encoder, EncoderConfig, gather_vocab_rows
 
@@ -384,8 +384,7 @@ else:
     if checkpoint['model_args']['arch'] != arch:
         fail(f"{path} holds a {checkpoint['model_args']['arch']} model but arch='{arch}'; pass --arch="
              f"{checkpoint['model_args']['arch']}")
-    model = Encoder(EncoderConfig(**checkpoint['model_args']))
-    model.load_state_dict(checkpoint['model'])
+    model = checkpoint_encoder(checkpoint)
     if init_from == 'resume':
         state.update(checkpoint['state'])
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint, save_checkpoint
-from conftest import ROOT, run_script
+from conftest import ROOT
 from test_train import TINY, read_metrics, train
 
 
