@@ -5,6 +5,7 @@ transformers' ModernBertForMaskedLM loaded with the same weights.
     python bench.py                          # ModernBERT-small at block 512 and 1024 (and ModernBERT-base on CUDA)
     python bench.py --quick                  # ModernBERT-small at block 512, eager only: minutes on a CPU
     python bench.py --out=bench_results.json --shapes=small --block_sizes=512 --reps=7
+    python bench.py --attention              # sliding-window attention alone: the dense window vs blocks
 
 Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
 them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;
@@ -30,7 +31,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from mlm import TokenSpace, get_windows, mask_tokens, seed_for
-from model import Encoder, EncoderConfig
+from model import Encoder, EncoderConfig, attention, band_mask, rope_cos_sin
 
 SHAPES = {
     "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
@@ -55,7 +56,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cpu", "cuda"))
     p.add_argument("--shapes", default=None, help=f"comma list of {', '.join(SHAPES)} "
                    "(default: small, and base on CUDA)")
-    p.add_argument("--block_sizes", default=None, help="comma list (default 512,1024; --quick 512)")
+    p.add_argument("--attention", action="store_true",
+                   help="time only the sliding-window attention of the shapes' local layers (RoPE + SDPA, forward + "
+                   "backward), the dense window against blocks of one window, to tune model.BAND_FROM_WINDOWS")
+    p.add_argument("--block_sizes", default=None,
+                   help="comma list (default 512,1024; --quick 512; --attention 192,256,384,512,1024)")
     p.add_argument("--batch_size", type=int, default=None, help="default 8 on the CPU (--quick 4), 32 on CUDA")
     p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                    help="also time torch.compile'd variants of ours (default: on, off with --quick)")
@@ -85,7 +90,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.shapes = (args.shapes or default_shapes).split(",")
     if not set(args.shapes) <= set(SHAPES):
         p.error(f"--shapes={','.join(args.shapes)}: each must be one of {', '.join(SHAPES)}")
-    args.block_sizes = ints(args.block_sizes or ("512" if args.quick else "512,1024"), "block_sizes")
+    default_blocks = "192,256,384,512,1024" if args.attention else "512" if args.quick else "512,1024"
+    args.block_sizes = ints(args.block_sizes or default_blocks, "block_sizes")
     longest = EncoderConfig().max_position_embeddings
     if max(args.block_sizes) > longest:
         p.error(f"--block_sizes={max(args.block_sizes)} exceeds ModernBERT's max_position_embeddings={longest}")
@@ -326,6 +332,42 @@ def matmul_flops(device: str) -> float:
     return 2 * 2048**3 / min(seconds[2:])
 
 
+def attention_rows(shape: str, block_size: int, args: argparse.Namespace) -> list[dict]:
+    """The shape's local-layer attention alone (RoPE + SDPA, forward + backward, no padding) at block_size: the
+    dense window (one block) and blocks of one window, taking turns; the speed-up is the median per-round ratio."""
+    c = EncoderConfig(**SHAPES[shape])
+    half = c.local_attention // 2
+    dtype = torch.bfloat16 if args.device == "cuda" else torch.float32
+    rope = rope_cos_sin(block_size, c.head_dim, c.local_rope_theta, args.device)
+    bands = {"dense": band_mask(None, block_size, half, block_size, args.device),
+             "banded": band_mask(None, block_size, half, 2 * half, args.device)}
+    q, k, v = (torch.randn(args.batch_size, c.num_attention_heads, block_size, c.head_dim, device=args.device,
+                           dtype=dtype, requires_grad=True) for _ in range(3))
+
+    def step(band):
+        attention(q, k, v, rope, band, 0.0).sum().backward()
+        q.grad = k.grad = v.grad = None
+
+    seconds = {name: [] for name in bands}
+    for r in range(args.warmup + args.reps):
+        for name, band in bands.items():
+            dt = timed(lambda: step(band), args.device)[0]
+            if r >= args.warmup:
+                seconds[name].append(dt)
+    return [dict(impl="ours", variant=f"attention, {name}", model=shape, device=args.device, dtype=str(dtype)[6:],
+                 block_size=block_size, batch_size=args.batch_size, blocks=len(band.spans),
+                 step_ms=1e3 * statistics.median(seconds[name]),
+                 vs_dense=statistics.median(d / s for d, s in zip(seconds["dense"], seconds[name])))
+            for name, band in bands.items()]
+
+
+def attention_markdown(rows: list[dict]) -> str:
+    lines = ["| model | block | variant | blocks | ms (forward + backward) | vs dense |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['block_size']} | {r['variant']} | {r['blocks']} | {r['step_ms']:.1f} "
+              f"| {r['vs_dense']:.2f}x |" for r in rows]
+    return "\n".join(lines)
+
+
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
              args: argparse.Namespace) -> list[dict]:
     tokens = args.batch_size * block_size
@@ -374,8 +416,8 @@ def profile_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> list[dict]:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def step_rows(args: argparse.Namespace) -> list[dict]:
+    """The training-step table: every variant of every shape and block size."""
     corpus = load_corpus(args)
     if args.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -400,6 +442,19 @@ def main(argv: list[str] | None = None) -> list[dict]:
     print("\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the "
           "profiler, so small ops weigh more than in the timed steps)")
     print(profile_markdown(rows))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.attention:
+        rows = [r for shape in args.shapes for block_size in args.block_sizes
+                for r in attention_rows(shape, block_size, args)]
+        print(f"{args.device}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} rounds "
+              f"after {args.warmup} warm-up")
+        print(attention_markdown(rows))
+    else:
+        rows = step_rows(args)
     if args.out:
         tmp = args.out + ".tmp"
         with open(tmp, "w") as f:

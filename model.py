@@ -135,9 +135,9 @@ def deinterleave(x: torch.Tensor) -> torch.Tensor:
     return x.unflatten(-1, (-1, 2)).transpose(-1, -2).flatten(-2)
 
 
-# Local layers attend by blocks (Band) when the sequence spans at least this many windows. Measured on the 2-core CPU
-# with ModernBERT-small's 128-token window (B 8, 6 heads, RoPE + attention, forward + backward): 1.24x faster than
-# the dense masked kernel at T 256, 1.32x at T 512, 2.48x at T 1024; at T 192 the dense kernel is 1.07x faster.
+# Local layers attend by blocks (Band) when the sequence spans at least this many windows. `python bench.py
+# --attention --reps=15` on the 2-core CPU (ModernBERT-small's 128-token window, B 8, RoPE + SDPA, forward +
+# backward): blocks 1.08x faster than the dense window at T 256, 1.57x at 512, 2.20x at 1024; 0.97x at T 192.
 BAND_FROM_WINDOWS = 2
 
 

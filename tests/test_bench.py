@@ -46,6 +46,20 @@ def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
     assert by["ours", True, 512]["peak_mem_mb"] < by["ours", True, 50368]["peak_mem_mb"] / 4
 
 
+def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
+    out = tmp_path / "attention.json"
+    bench.main(["--attention", "--shapes=tiny", "--block_sizes=128,256", "--batch_size=1", "--reps=2", "--warmup=1",
+                f"--out={out}"])
+    rows = json.loads(out.read_text())
+    assert "| tiny | 256 | attention, banded | 2 |" in capsys.readouterr().out
+    assert [(r["block_size"], r["variant"], r["blocks"]) for r in rows] == [
+        (128, "attention, dense", 1), (128, "attention, banded", 1),  # one window: a single block either way
+        (256, "attention, dense", 1), (256, "attention, banded", 2)]
+    for r in rows:
+        assert r["step_ms"] > 0 and r["vs_dense"] > 0 and (r["device"], r["dtype"]) == ("cpu", "float32")
+        assert r["vs_dense"] == 1.0 or r["variant"] != "attention, dense"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--block_sizes=512,x"], "--block_sizes=512,x must be a comma list of positive integers"),
     (["--shapes=huge"], "--shapes=huge: each must be one of tiny, small, base"),
