@@ -14,11 +14,13 @@ import dataclasses
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, and_masks, create_block_mask, flex_attention, or_masks
 
 IGNORE_INDEX = -100
 
@@ -34,6 +36,7 @@ ARCH_DEFAULTS = {
                     tie_word_embeddings=False, pad_token_id=0, cls_token_id=101, sep_token_id=102, mask_token_id=103),
 }
 SPECIAL_IDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
+ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "flex")
 
 
 @dataclass
@@ -65,6 +68,9 @@ class EncoderConfig:
     mlp_dropout: float = 0.0
     initializer_range: float = 0.02
     initializer_cutoff_factor: float = 2.0
+    # "sdpa": F.scaled_dot_product_attention (local layers by blocks, see Band); "flex": FlexAttention for every
+    # masked layer; "auto": flex when training on CUDA (where its kernel is fastest), sdpa elsewhere
+    attn_implementation: str = "auto"
 
     def __post_init__(self):
         if self.arch not in ARCH_DEFAULTS:
@@ -99,6 +105,12 @@ class EncoderConfig:
             if not 0 <= getattr(self, name) < self.vocab_size:
                 raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary (vocab_size="
                                  f"{self.vocab_size}): set {name} to the tokenizer's id")
+        if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
+            raise ValueError(f"attn_implementation={self.attn_implementation!r} is unknown: use one of "
+                             f"{', '.join(ATTN_IMPLEMENTATIONS)}")
+        if self.attn_implementation == "flex" and self.attention_dropout:
+            raise ValueError("FlexAttention has no attention dropout: set attention_dropout=0 or "
+                             "attn_implementation='sdpa'")
         if self.arch == "neobert" and (self.norm_bias or self.classifier_bias):
             raise ValueError("neobert has RMSNorm (no bias) and no head transform: set norm_bias=False and "
                              "classifier_bias=False")
@@ -144,45 +156,109 @@ BAND_FROM_WINDOWS = 2
 @dataclass
 class Band:
     """Sliding-window attention by blocks of queries: the queries start:stop attend only to the keys their windows
-    reach, lo:hi (views, no copies). masks: one per block, [stop - start, hi - lo] or with padding [B, 1, ., .],
-    True = attend. One block spanning the whole sequence is the dense [T, T] window."""
+    reach, lo:hi (views, no copies). masks: one per block, [stop - start, hi - lo] or with padding or documents
+    [B, 1, ., .], True = attend. One block spanning the whole sequence is the dense [T, T] window."""
     spans: list  # (start, stop, lo, hi) per block
     masks: list
 
 
-def band_mask(valid: torch.Tensor | None, seq_len: int, half_window: int, block: int, device) -> Band:
-    """The Band of a sliding window of half_window keys on each side, in blocks of `block` queries; valid [B, T]
-    marks real (non-pad) keys."""
+def mask_rule(valid: torch.Tensor | None, document_ids: torch.Tensor | None, half_window: int | None):
+    """Who attends to whom, as FlexAttention's mask_mod(b, h, q, kv) -> bool; None when every query sees every key.
+    The SDPA path evaluates the same rule on index grids, so both paths attend to exactly the same keys. valid
+    [B, T] marks real (non-pad) tokens, document_ids [B, T] the document of each token, half_window the keys on
+    each side of a local layer's query. A query whose keys are all ruled out keeps its diagonal, so no row is empty."""
+    def window(b, h, q, kv):
+        return (q - kv).abs() <= half_window
+
+    def real_key(b, h, q, kv):
+        return valid[b, kv]
+
+    def same_document(b, h, q, kv):
+        return document_ids[b, q] == document_ids[b, kv]
+
+    def diagonal(b, h, q, kv):
+        return q == kv
+
+    rules = [r for r, on in ((window, half_window is not None), (real_key, valid is not None),
+                             (same_document, document_ids is not None)) if on]
+    if not rules:
+        return None
+    rule = and_masks(*rules)
+    return rule if valid is None and document_ids is None else or_masks(rule, diagonal)
+
+
+def rule_grid(rule, q: torch.Tensor, kv: torch.Tensor, batch: int | None) -> torch.Tensor:
+    """The boolean SDPA mask of `rule` for the queries q and keys kv (index vectors): [len(q), len(kv)], or
+    [batch, 1, len(q), len(kv)] when the rule reads padding or documents."""
+    b = torch.arange(batch, device=q.device)[:, None, None, None] if batch else torch.zeros((), device=q.device)
+    return rule(b.long(), 0, q[:, None], kv[None, :])
+
+
+def band_mask(rule, seq_len: int, half_window: int, block: int, device, batch: int | None = None) -> Band:
+    """The Band of a local layer's rule (whose window is half_window keys on each side), in blocks of `block`
+    queries; batch: the batch size when the rule reads padding or documents."""
     spans, masks = [], []
     for start in range(0, seq_len, block):
         stop = min(seq_len, start + block)
         lo, hi = max(0, start - half_window), min(seq_len, stop + half_window)
-        distance = torch.arange(start, stop, device=device)[:, None] - torch.arange(lo, hi, device=device)
-        mask = distance.abs() <= half_window
-        if valid is not None:
-            # a padded query whose window holds only padding keeps its diagonal, so no row is empty
-            mask = (mask & valid[:, None, None, lo:hi]) | (distance == 0)
         spans.append((start, stop, lo, hi))
-        masks.append(mask)
+        masks.append(rule_grid(rule, torch.arange(start, stop, device=device), torch.arange(lo, hi, device=device),
+                               batch))
     return Band(spans, masks)
 
 
-def attention_masks(attention_mask: torch.Tensor | None, seq_len: int, half_window: int, kinds: set,
-                    device) -> dict:
-    """Boolean SDPA masks (True = attend), built once per forward and shared by the layers of each kind: [B, 1, 1, T]
-    padding (None without padding) for global layers; for local ones a Band, in blocks of one window when T spans at
-    least BAND_FROM_WINDOWS windows, else one block (the dense window)."""
-    keep = valid = None
+def padding_and_documents(attention_mask: torch.Tensor | None, document_ids: torch.Tensor | None):
+    """valid [B, T] (None without padding) and the batch size the masks need (None when they need none)."""
+    valid = None
     if attention_mask is not None:
         valid = attention_mask.bool()
         # a fully padded sequence would leave its rows with no key (NaN): let those rows see every key
         valid = valid | ~valid.any(dim=-1, keepdim=True)
-        keep = valid[:, None, None, :]  # [B, 1, 1, T]
-    masks = {"global": keep}
+    shaped = attention_mask if attention_mask is not None else document_ids
+    return valid, None if shaped is None else shaped.shape[0]
+
+
+def attention_masks(attention_mask: torch.Tensor | None, seq_len: int, half_window: int, kinds: set, device,
+                    document_ids: torch.Tensor | None = None) -> dict:
+    """Boolean SDPA masks (True = attend), built once per forward and shared by the layers of each kind: for global
+    layers [B, 1, 1, T] padding, or [B, 1, T, T] with documents (None with neither: SDPA's fastest kernels); for
+    local ones a Band, in blocks of one window when T spans at least BAND_FROM_WINDOWS windows, else one block."""
+    valid, batch = padding_and_documents(attention_mask, document_ids)
+    masks = {"global": None}
+    if document_ids is not None:
+        positions = torch.arange(seq_len, device=device)
+        masks["global"] = rule_grid(mask_rule(valid, document_ids, None), positions, positions, batch)
+    elif valid is not None:
+        masks["global"] = valid[:, None, None, :]  # keys only: every query has a real key
     if "local" in kinds:
         window = 2 * half_window
         block = window if seq_len >= BAND_FROM_WINDOWS * window else seq_len
-        masks["local"] = band_mask(valid, seq_len, half_window, block, device)
+        masks["local"] = band_mask(mask_rule(valid, document_ids, half_window), seq_len, half_window, block, device,
+                                   batch)
+    return masks
+
+
+_block_mask_cache = {}  # (kind, T, half_window, device) -> the BlockMask of an unpadded sliding window
+
+
+def flex_masks(attention_mask: torch.Tensor | None, seq_len: int, half_window: int, kinds: set, device,
+               document_ids: torch.Tensor | None = None) -> dict:
+    """FlexAttention BlockMasks of the same rules: built once per forward, or taken from a cache for the sliding
+    window of unpadded single-document batches (the training case). Global layers with nothing to mask get None:
+    they stay on SDPA, whose unmasked kernels (cuDNN, FlashAttention) are the fastest there are."""
+    valid, batch = padding_and_documents(attention_mask, document_ids)
+    masks = {}
+    for kind in kinds:
+        rule = mask_rule(valid, document_ids, half_window if kind == "local" else None)
+        key = (kind, seq_len, half_window, str(device))
+        if rule is None:
+            masks[kind] = None
+        elif batch is None and key in _block_mask_cache:
+            masks[kind] = _block_mask_cache[key]
+        else:
+            masks[kind] = create_block_mask(rule, batch, None, seq_len, seq_len, device=device)
+            if batch is None and not torch.compiler.is_compiling():
+                _block_mask_cache[key] = masks[kind]
     return masks
 
 
@@ -194,12 +270,32 @@ def banded_attention(q, k, v, band: Band, dropout_p: float) -> torch.Tensor:
     return torch.cat(ys, dim=2) if len(ys) > 1 else ys[0]
 
 
+_compiled_flex_attention = None
+
+
+def flex(q, k, v, block_mask: BlockMask) -> torch.Tensor:
+    """FlexAttention, compiled: uncompiled it runs a slow reference loop. Inside a compiled model dynamo already
+    compiles it; on the CPU (forward only, for tests and inference) the reference is what there is."""
+    global _compiled_flex_attention
+    if torch.compiler.is_compiling():
+        return flex_attention(q, k, v, block_mask=block_mask)
+    if q.device.type == "cpu":
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            return flex_attention(q, k, v, block_mask=block_mask)
+    if _compiled_flex_attention is None:
+        _compiled_flex_attention = torch.compile(flex_attention, dynamic=False)
+    return _compiled_flex_attention(q, k, v, block_mask=block_mask)
+
+
 def attention(q, k, v, rope: tuple, mask, dropout_p: float) -> torch.Tensor:
     """q, k, v [B, heads, T, head_dim] -> [B, T, heads * head_dim]."""
     cos, sin = rope
     q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     if isinstance(mask, Band):
         y = banded_attention(q, k, v, mask, dropout_p)
+    elif isinstance(mask, BlockMask):
+        y = flex(q, k, v, mask)
     else:
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
     return y.transpose(1, 2).flatten(2)
@@ -517,7 +613,19 @@ class Encoder(nn.Module):
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
 
-    def forward(self, input_ids, attention_mask=None, labels=None):
+    def uses_flex(self, device: torch.device) -> bool:
+        """Whether this forward attends with FlexAttention (attn_implementation, resolved for 'auto')."""
+        impl = self.config.attn_implementation
+        if impl == "auto":
+            return device.type == "cuda" and self.training and not self.config.attention_dropout
+        return impl == "flex"
+
+    def forward(self, input_ids, attention_mask=None, labels=None, document_ids=None, max_predictions=None):
+        """Logits [B, T, V] without labels; with labels (IGNORE_INDEX where nothing is predicted) the logits of the
+        predicted rows and their mean cross-entropy. document_ids [B, T]: tokens attend only within their document.
+        max_predictions: a fixed number of predicted rows (at least the number of labels), so that the shapes do
+        not depend on the batch: the forward then compiles to one graph with no host sync; the logits have
+        max_predictions rows, those past the real ones predicting nothing."""
         c = self.config
         B, T = input_ids.shape
         if T > c.max_position_embeddings:
@@ -525,17 +633,24 @@ class Encoder(nn.Module):
         kinds = {c.layer_kind(i) for i in range(c.num_hidden_layers)}
         thetas = {"global": c.global_rope_theta, "local": c.local_rope_theta}
         ropes = {k: rope_cos_sin(T, c.head_dim, thetas[k], input_ids.device) for k in kinds}
-        masks = attention_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device)
+        build_masks = flex_masks if self.uses_flex(input_ids.device) else attention_masks
+        masks = build_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device, document_ids)
         h = self.model(input_ids, ropes, masks)
         if labels is None:
             return self.decoder(self.head(h)), None
         # sparse prediction: only rows with a label go through the head and the decoder
         labels = labels.reshape(-1)
         keep = labels != IGNORE_INDEX
-        targets = labels[keep]
-        logits = self.decoder(self.head(h.reshape(B * T, -1)[keep]))
+        if max_predictions is None:
+            rows, targets = keep.nonzero().squeeze(1), labels[keep]
+        else:
+            # the positions of the labels, padded with position 0, whose target is then IGNORE_INDEX
+            rows = torch.nonzero_static(keep, size=max_predictions, fill_value=0).squeeze(1)
+            filled = torch.arange(max_predictions, device=rows.device) < keep.sum()
+            targets = torch.where(filled, labels[rows], IGNORE_INDEX)
+        logits = self.decoder(self.head(h.reshape(B * T, -1)[rows]))
         # mean over predicted rows; a batch with none gives 0, not NaN
-        loss = F.cross_entropy(logits.float(), targets, reduction="sum") / max(targets.numel(), 1)
+        loss = F.cross_entropy(logits.float(), targets, reduction="sum") / keep.sum().clamp(min=1)
         return logits, loss
 
     # ---- parameters and optimizer

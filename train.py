@@ -22,8 +22,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
-from mlm import TokenSpace, get_windows, mask_tokens, micro_batch_loss, seed_for
-from model import Encoder, EncoderConfig, gather_vocab_rows
+from mlm import TokenSpace, get_windows, mask_tokens, micro_batch_loss, prediction_capacity, seed_for
+from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder, EncoderConfig, gather_vocab_rows
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -64,6 +64,7 @@ local_attention = None
 global_rope_theta = None
 local_rope_theta = None
 dropout = 0.0  # every dropout of the model
+attn_implementation = 'auto'  # 'auto' (FlexAttention when training on CUDA) | 'sdpa' | 'flex'; see model.EncoderConfig
 model_overrides = {}  # any other EncoderConfig field, e.g. {'norm_eps': 1e-6}
 # optimizer: AdamW
 learning_rate = 8e-4
@@ -113,6 +114,8 @@ if decay_shape not in ('linear', 'sqrt'):
     fail(f"decay_shape='{decay_shape}' is not one of 'linear', 'sqrt'")
 if dtype not in ('float32', 'bfloat16', 'float16'):
     fail(f"dtype='{dtype}' is not one of 'float32', 'bfloat16', 'float16'")
+if attn_implementation not in ATTN_IMPLEMENTATIONS:
+    fail(f"attn_implementation='{attn_implementation}' is not one of {', '.join(ATTN_IMPLEMENTATIONS)}")
 if wandb_mode not in ('online', 'offline', 'disabled'):
     fail(f"wandb_mode='{wandb_mode}' is not one of 'online', 'offline', 'disabled'")
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
@@ -357,7 +360,8 @@ def model_config_from_globals(vocab_size: int) -> EncoderConfig:
                   num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
                   max_position_embeddings=max_position_embeddings,
                   global_attn_every_n_layers=global_attn_every_n_layers, local_attention=local_attention,
-                  global_rope_theta=global_rope_theta, local_rope_theta=local_rope_theta, **dropouts)
+                  global_rope_theta=global_rope_theta, local_rope_theta=local_rope_theta,
+                  attn_implementation=attn_implementation, **dropouts)
     space = remap if remap is not None else meta
     ids = {k: space[k] for k in ('pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')}
     fields = {k: v for k, v in {**fields, **ids, **model_overrides}.items() if v is not None}
@@ -400,6 +404,11 @@ if model.config.vocab_size != active_vocab_size:
 if block_size > model.config.max_position_embeddings:
     fail(f"block_size={block_size} exceeds max_position_embeddings={model.config.max_position_embeddings}; "
          f"lower block_size or raise max_position_embeddings")
+try:  # a checkpoint or a Hugging Face folder attends the way this run asks
+    model.config.attn_implementation = attn_implementation
+    model.config._validate()
+except ValueError as e:
+    fail(f"invalid model config: {e}")
 if state['finetune_mode']:
     model.set_embedding_finetune_mode(True)
 model.to(device)
@@ -436,6 +445,9 @@ def build_optimizer(carried: dict) -> torch.optim.Optimizer:
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
     """torch.compile, then DDP; redone when an operation changes the parameters."""
     if compile:
+        # forget the graphs of the model as it was: each rebuild would otherwise count towards dynamo's
+        # recompile limit, past which it silently falls back to eager
+        torch._dynamo.reset()
         m = torch.compile(m)
     if ddp:
         m = DDP(m, device_ids=[torch.device(device).index] if device_type == 'cuda' else None)
@@ -618,6 +630,7 @@ if master:
           f"{tokens_per_iter:,} tokens per iteration, {world_size} process(es), device {device}, {dtype}")
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
 consecutive_skips, t_start, t_last, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
+overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
 while True:
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
         metrics = evaluate()
@@ -640,15 +653,19 @@ while True:
         group['lr'] = lr
     # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
     batches = [make_batch('train', state['mask_rate'], 1, iter_num, rank * micro_steps + m) for m in range(micro_steps)]
-    counts = [(y != -100).sum() for _, y in batches]
+    counts = [(y != IGNORE_INDEX).sum() for _, y in batches]
     n_pred = all_reduce(torch.stack(counts).sum().float())
+    # compiled, the head takes a fixed number of rows so the graph has static shapes (mlm.prediction_capacity)
+    capacity = prediction_capacity(batch_size * block_size, state['mask_rate']) if compile else None
+    if capacity is not None:
+        overflow |= torch.stack(counts).max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
     loss_sum = torch.zeros((), device=device)
     for m, ((x, y), n) in enumerate(zip(batches, counts)):
         if ddp:
             model.require_backward_grad_sync = m == micro_steps - 1
         with autocast:
-            _, loss = model(x, labels=y)
+            _, loss = model(x, labels=y, max_predictions=capacity)
         if iter_num in inject_nonfinite_at and master and m == 0:
             loss = loss * float('inf')
         contribution = micro_batch_loss(loss, n, n_pred)
@@ -674,6 +691,9 @@ while True:
 
     t_now = time.time()
     dt, t_last = t_now - t_last, t_now
+    if iter_num % log_interval == 0 and overflow.item():  # read at log points only: reading it waits for the GPU
+        fail(f"a micro-batch had more masked tokens than prediction_capacity({batch_size * block_size}, "
+             f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
     if iter_num % log_interval == 0 and master:
         loss_value = step_loss.item()
         if local_iter >= 5:  # let the first iterations (compilation, warm-up) pass
@@ -687,8 +707,12 @@ while True:
                          grad_norm=grad_norm.item()))
     iter_num += 1
     local_iter += 1
-    stop = all_reduce(torch.tensor(float(stop_signal is not None), device=device), dist.ReduceOp.MAX)
-    if stop.item():
+    # every rank must stop at the same iteration: under DDP they agree at log points, where the host waits anyway
+    stop = stop_signal is not None
+    if ddp:
+        stop = iter_num % log_interval == 0 and all_reduce(
+            torch.tensor(float(stop), device=device), dist.ReduceOp.MAX).item() > 0
+    if stop:
         save(iter_num)
         if master:
             print(f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume with --init_from=resume")
