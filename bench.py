@@ -19,6 +19,7 @@ import copy
 import itertools
 import json
 import os
+import platform
 import statistics
 import sys
 import tempfile
@@ -30,8 +31,8 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
-from mlm import TokenSpace, get_windows, mask_tokens, seed_for
-from model import Encoder, EncoderConfig, attention, band_mask, rope_cos_sin
+from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
+from model import Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 
 SHAPES = {
     "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
@@ -189,6 +190,11 @@ class Variant:
     raw: torch.nn.Module  # the module (its parameters and config)
     net: torch.nn.Module  # what runs the step: raw, or torch.compile(raw)
     optimizer: torch.optim.Optimizer
+    attn: str = "sdpa"  # the attention implementation
+    max_predictions: int | None = None  # ours compiled: the static-shape head's rows
+    first_seconds: float = 0.0  # the first step: compilation included
+    graphs: int = 0  # graphs dynamo compiled, and graph breaks, over the warm-up steps
+    graph_breaks: int = 0
     seconds: list = field(default_factory=list)
     predicted: list = field(default_factory=list)
     peak_bytes: int = 0
@@ -197,23 +203,38 @@ class Variant:
 
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.impl == "ours":
-            return self.net(x, labels=y)[1]
+            return self.net(x, labels=y, max_predictions=self.max_predictions)[1]
         return self.net(input_ids=x, labels=y).loss
 
 
-def hf_models(ours: Encoder, device: str) -> dict:
-    """transformers' ModernBertForMaskedLM with our weights: {sparse_prediction: model}, both with SDPA attention."""
+def hf_variants(ours: Encoder, args: argparse.Namespace, optimizer) -> list[Variant]:
+    """transformers' ModernBertForMaskedLM with our weights: by default (dense logits, SDPA) and with sparse
+    prediction, with each attention implementation a user would pick (on CUDA: SDPA and FlexAttention, eager and
+    compiled). An implementation this transformers does not offer is left out with a note."""
     from transformers import ModernBertForMaskedLM
     from transformers.utils import logging
     logging.disable_progress_bar()
+    cuda = args.device == "cuda"
+    options = [(False, "sdpa", False)] + [(True, attn, compiled) for attn in (("sdpa", "flex_attention") if cuda
+                                                                              else ("sdpa",))
+                                          for compiled in ((False, True) if cuda and args.compile else (False,))]
+    variants = []
     with tempfile.TemporaryDirectory() as folder:
         ours.save_pretrained(folder)
-        return {sparse: ModernBertForMaskedLM.from_pretrained(folder, attn_implementation="sdpa",
-                                                              sparse_prediction=sparse).to(device)
-                for sparse in (False, True)}
+        for sparse, attn, compiled in options:
+            try:
+                m = ModernBertForMaskedLM.from_pretrained(folder, attn_implementation=attn,
+                                                          sparse_prediction=sparse).to(args.device)
+            except (ImportError, ValueError) as e:
+                print(f"  hf {attn}: not available here ({str(e).splitlines()[0]})", file=sys.stderr)
+                continue
+            name = f"{'sparse' if sparse else 'dense logits'}, {attn}{', compile' if compiled else ''}"
+            variants.append(Variant("hf", name, sparse, compiled, "full", m, torch.compile(m) if compiled else m,
+                                    optimizer(m.parameters()), attn=attn))
+    return variants
 
 
-def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace) -> tuple[list[Variant], dict]:
+def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace, block_size: int) -> tuple[list, dict]:
     """The variants of one shape, and our eager model of each token space (for the FLOP count)."""
     torch.manual_seed(args.seed)
     meta = corpus.meta
@@ -227,17 +248,22 @@ def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace) -> tupl
         ours["shrunk"] = small.to(args.device)
     # each as its users train it: HF with the Trainer's default optimizer (adamw_torch_fused), ours as train.py does
     lr, betas, eps, decay = 1e-4, (0.9, 0.98), 1e-6, 1e-5
-    variants = [Variant("hf", "best (sparse, sdpa)" if sparse else "default (dense logits)", sparse, False, "full",
-                        m, m, torch.optim.AdamW(m.parameters(), lr, betas, eps, decay, fused=True))
-                for sparse, m in hf_models(ours["full"], args.device).items()]
-    for compiled in (False, True) if args.compile else (False,):
-        for space, model in ours.items():
-            raw = copy.deepcopy(model) if compiled else model
-            net = torch.compile(raw) if compiled else raw
-            name = "compile" if compiled else "eager"
-            name += f", vocab {raw.config.vocab_size}" if space == "shrunk" else ""
-            optimizer = raw.configure_optimizers(decay, lr, betas, args.device, eps=eps)
-            variants.append(Variant("ours", name, True, compiled, space, raw, net, optimizer))
+    variants = hf_variants(ours["full"], args, lambda params: torch.optim.AdamW(params, lr, betas, eps, decay,
+                                                                                fused=True))
+    # ours: SDPA (the Band) on any device, FlexAttention on CUDA; the shrunken vocabulary with the fastest
+    attns = ("sdpa", "flex") if args.device == "cuda" else ("sdpa",)
+    options = [(attn, compiled, "full") for attn in attns for compiled in (False, True) if compiled <= args.compile]
+    if "shrunk" in ours:
+        options += [(attns[-1], args.compile, "shrunk")]
+    capacity = prediction_capacity(args.batch_size * block_size, MASK_RATE)
+    for attn, compiled, space in options:
+        raw = copy.deepcopy(ours[space])
+        raw.config.attn_implementation = attn
+        name = attn + (", compile" if compiled else "")
+        name += f", vocab {raw.config.vocab_size}" if space == "shrunk" else ""
+        optimizer = raw.configure_optimizers(decay, lr, betas, args.device, eps=eps)
+        variants.append(Variant("ours", name, True, compiled, space, raw, torch.compile(raw) if compiled else raw,
+                                optimizer, attn=attn, max_predictions=capacity if compiled else None))
     return variants, ours
 
 
@@ -315,12 +341,21 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
                 v.seconds.append(timed(step, args.device)[0])
                 v.predicted.append(int((y != -100).sum()))
             else:
-                step()
+                before = graph_counts()
+                dt = timed(step, args.device)[0]
+                v.first_seconds = v.first_seconds or dt
+                v.graphs, v.graph_breaks = (v.graphs + a - b for a, b in zip(graph_counts(), before))
         if r >= args.warmup:
             for space, s in seconds.items():
                 data_seconds.setdefault(space, []).append(s)
         print(f"  round {r + 1}/{args.warmup + args.reps} done", file=sys.stderr, flush=True)
     return {space: statistics.median(s) for space, s in data_seconds.items()}
+
+
+def graph_counts() -> tuple[int, int]:
+    """Graphs dynamo has compiled and graph breaks it has met, so far in this process."""
+    from torch._dynamo.utils import counters
+    return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
 
 
 def matmul_flops(device: str) -> float:
@@ -339,8 +374,11 @@ def attention_rows(shape: str, block_size: int, args: argparse.Namespace) -> lis
     half = c.local_attention // 2
     dtype = torch.bfloat16 if args.device == "cuda" else torch.float32
     rope = rope_cos_sin(block_size, c.head_dim, c.local_rope_theta, args.device)
-    bands = {"dense": band_mask(None, block_size, half, block_size, args.device),
-             "banded": band_mask(None, block_size, half, 2 * half, args.device)}
+    rule = mask_rule(None, None, half)
+    bands = {"dense": band_mask(rule, block_size, half, block_size, args.device),
+             "banded": band_mask(rule, block_size, half, 2 * half, args.device)}
+    if args.device == "cuda":  # FlexAttention's backward runs only there
+        bands["flex"] = flex_masks(None, block_size, half, {"local"}, args.device)["local"]
     q, k, v = (torch.randn(args.batch_size, c.num_attention_heads, block_size, c.head_dim, device=args.device,
                            dtype=dtype, requires_grad=True) for _ in range(3))
 
@@ -355,7 +393,7 @@ def attention_rows(shape: str, block_size: int, args: argparse.Namespace) -> lis
             if r >= args.warmup:
                 seconds[name].append(dt)
     return [dict(impl="ours", variant=f"attention, {name}", model=shape, device=args.device, dtype=str(dtype)[6:],
-                 block_size=block_size, batch_size=args.batch_size, blocks=len(band.spans),
+                 block_size=block_size, batch_size=args.batch_size, blocks=len(getattr(band, "spans", [0])),
                  step_ms=1e3 * statistics.median(seconds[name]),
                  vs_dense=statistics.median(d / s for d, s in zip(seconds["dense"], seconds[name])))
             for name, band in bands.items()]
@@ -371,7 +409,10 @@ def attention_markdown(rows: list[dict]) -> str:
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
              args: argparse.Namespace) -> list[dict]:
     tokens = args.batch_size * block_size
-    hf = {v.sparse: v for v in variants if v.impl == "hf"}
+    # HF best: the fastest of its sparse-prediction variants; HF default: dense logits, eager SDPA
+    hf = {False: next(v for v in variants if v.impl == "hf" and not v.sparse),
+          True: min((v for v in variants if v.impl == "hf" and v.sparse), key=lambda v: statistics.median(v.seconds))}
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu"
     rows = []
     for v in variants:
         dt = statistics.median(v.seconds)
@@ -383,8 +424,11 @@ def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, d
             return statistics.median(b / s for b, s in zip(base.seconds, v.seconds))
 
         rows.append(dict(
-            impl=v.impl, variant=v.name, sparse=v.sparse, compile=v.compiled, vocab_size=v.raw.config.vocab_size,
-            device=args.device, dtype="bfloat16" if args.device == "cuda" else "float32", block_size=block_size,
+            impl=v.impl, variant=v.name, attn=v.attn, sparse=v.sparse, compile=v.compiled,
+            vocab_size=v.raw.config.vocab_size, device=args.device, device_name=device_name, shape=shape,
+            block=block_size, dtype="bfloat16" if args.device == "cuda" else "float32", block_size=block_size,
+            compile_s=v.first_seconds - dt if v.compiled else 0.0, graphs=v.graphs, graph_breaks=v.graph_breaks,
+            hf_best=hf[True].name,
             batch_size=args.batch_size, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20, mfu=mfu,
             of_matmul=mfu * args.peak_flops / args.matmul_flops, model=shape, vs_hf_best=speedup(hf[True]),
             vs_hf_default=speedup(hf[False]), step_ms=1e3 * dt, data_ms=1e3 * data_seconds[v.space],
@@ -394,13 +438,14 @@ def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, d
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| model | block | impl | variant | vocab | tokens/s | vs HF best | vs HF default | peak MB | MFU "
-             "| of matmul | data path |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| of matmul | data path | compile s | graphs / breaks |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
                      f"| {r['tokens_per_s']:,.0f} | {r['vs_hf_best']:.2f}x | {r['vs_hf_default']:.2f}x "
                      f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% "
-                     f"| {100 * r['of_matmul']:.0f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% |")
+                     f"| {100 * r['of_matmul']:.0f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% "
+                     f"| {r['compile_s']:.0f} | {r['graphs']} / {r['graph_breaks']} |")
     return "\n".join(lines)
 
 
@@ -427,14 +472,15 @@ def step_rows(args: argparse.Namespace) -> list[dict]:
     for shape in args.shapes:
         for block_size in args.block_sizes:
             print(f"{shape}, block {block_size}, batch {args.batch_size}, {args.device}", file=sys.stderr, flush=True)
-            variants, ours = build_variants(shape, corpus, args)
+            variants, ours = build_variants(shape, corpus, args, block_size)
             data_seconds = run_rounds(variants, corpus, args, block_size)
             rows += rows_for(shape, block_size, variants, ours, data_seconds, args)
             del variants, ours
             if args.device == "cuda":
                 torch.cuda.empty_cache()
     dtype = "bf16 autocast" if args.device == "cuda" else "fp32"
-    print(f"{args.device}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} "
+    print(f"{rows[0]['device_name']}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; HF best = the "
+          f"fastest sparse HF variant; medians of {args.reps} "
           f"rounds after {args.warmup} warm-up; MFU against {args.peak_flops / 1e9:,.0f} GFLOP/s; "
           f"of matmul = model FLOP/s as a share of the fastest 2048^3 matmul, measured now: {args.matmul_flops / 1e9:,.0f} "
           "GFLOP/s; data path = windows + masking (+ remapping) as % of the step")

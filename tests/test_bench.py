@@ -6,8 +6,9 @@ import pytest
 import bench
 from model import Encoder, EncoderConfig
 
-KEYS = {"impl", "variant", "sparse", "compile", "vocab_size", "device", "dtype", "block_size", "batch_size",
-        "tokens_per_s", "peak_mem_mb", "mfu"}
+KEYS = {"impl", "variant", "attn", "sparse", "compile", "vocab_size", "device", "device_name", "shape", "block",
+        "dtype", "block_size", "batch_size", "tokens_per_s", "peak_mem_mb", "mfu", "compile_s", "graphs",
+        "graph_breaks", "hf_best"}
 
 
 def run_bench(data_root, tmp_path, *args: str) -> list[dict]:
@@ -20,7 +21,7 @@ def run_bench(data_root, tmp_path, *args: str) -> list[dict]:
 def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
     rows = run_bench(data_root, tmp_path)
     printed = capsys.readouterr().out
-    assert printed.count("| tiny | 64 | ours | eager |") == 2  # the speed table and the profile breakdown
+    assert printed.count("| tiny | 64 | ours | sdpa |") == 2  # the speed table and the profile breakdown
     by = {(r["impl"], r["sparse"], r["vocab_size"]): r for r in rows}
     assert set(by) == {("hf", False, 50368), ("hf", True, 50368), ("ours", True, 50368), ("ours", True, 512)}
     for r in rows:
@@ -29,6 +30,8 @@ def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
                                                                                             False)
         assert r["tokens_per_s"] > 0 and 0 < r["mfu"] < 1 and 0 < r["of_matmul"] < 1
         assert 0 < r["data_ms"] < r["step_ms"]
+        assert (r["shape"], r["block"], r["attn"], r["hf_best"]) == ("tiny", 64, "sdpa", "sparse, sdpa")
+        assert r["compile_s"] == 0 and r["graphs"] == r["graph_breaks"] == 0  # eager: dynamo compiles nothing
         assert all(r["op_s"][k] > 0 for k in ("matmul", "attention", "optimizer", "other")), r["op_s"]
     hf_best = by["hf", True, 50368]
     assert hf_best["vs_hf_best"] == 1.0 and hf_best["vs_hf_default"] > 0

@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from transformers import AutoModelForMaskedLM, ModernBertConfig, ModernBertForMaskedLM
 
 import model as model_module
-from model import Encoder, EncoderConfig, attention_masks, config_from_hf, config_to_hf
+from mlm import prediction_capacity
+from model import Encoder, EncoderConfig, attention_masks, config_from_hf, config_to_hf, flex_masks
 
 TOL = 1e-5
 SPECIAL = dict(pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
@@ -100,6 +101,9 @@ def test_parity_with_transformers(tmp_path, monkeypatch, name):
         assert (blocks > 1) == (path == "banded")
         with torch.no_grad():
             outputs[path] = ours(ids, mask)[0], *ours(ids, mask, labels)
+    ours.config.attn_implementation = "flex"  # FlexAttention: its forward runs on the CPU too
+    with torch.no_grad():
+        outputs["flex"] = ours(ids, mask)[0], *ours(ids, mask, labels)
     for impl in ("sdpa", "eager"):
         hf = AutoModelForMaskedLM.from_pretrained(folder, attn_implementation=impl).eval()
         with torch.no_grad():
@@ -130,6 +134,79 @@ def test_sparse_equals_dense():
     assert sparse.shape == (int(keep.sum()), 120)
     assert torch.allclose(sparse, dense[keep], atol=TOL)
     assert abs(F.cross_entropy(dense[keep], labels[keep]).item() - loss.item()) <= TOL
+
+
+def small_encoder(arch: str, seed: int = 0) -> Encoder:
+    torch.manual_seed(seed)
+    layers = dict(global_attn_every_n_layers=2) if arch == "modernbert" else {}
+    m = Encoder(EncoderConfig(arch=arch, vocab_size=120, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
+                              num_attention_heads=4, local_attention=8, **layers, **SPECIAL)).eval()
+    perturb(m)
+    return m
+
+
+@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+def test_documents_attend_only_within_themselves(arch):
+    # RoPE scores depend only on the distance between tokens, so a document packed with others and kept to itself
+    # by document_ids gives the logits it gives alone: an independent check of the masks, on both paths
+    m = small_encoder(arch)
+    ids, mask = padded_batch(120, [37, 30], seq_len=37)
+    cuts = [(0, 11, 30), (0, 20, 30)]  # row r: documents [0, a), [a, b), then a third one or padding
+    document_ids = torch.stack([(torch.arange(37) >= a).long() + (torch.arange(37) >= b).long() for _, a, b in cuts])
+    for impl in ("sdpa", "flex"):
+        m.config.attn_implementation = impl
+        with torch.no_grad():
+            packed = m(ids, mask, document_ids=document_ids)[0]
+            unpacked = m(ids, mask)[0]
+            for r, (start, a, b) in enumerate(cuts):
+                for lo, hi in ((start, a), (a, b)):
+                    alone = m(ids[r:r + 1, lo:hi])[0][0]
+                    assert (packed[r, lo:hi] - alone).abs().max().item() <= TOL, (impl, r, lo, hi)
+        assert (packed - unpacked)[mask.bool()].abs().max().item() > 1e-3  # the documents did change something
+
+
+def test_flex_masks_cache_the_unpadded_window_and_rebuild_the_rest():
+    window = flex_masks(None, 64, 4, {"global", "local"}, "cpu")
+    assert window["global"] is None  # nothing to mask: global layers stay on SDPA's unmasked kernels
+    assert flex_masks(None, 64, 4, {"local"}, "cpu")["local"] is window["local"]
+    padding = torch.ones(2, 64, dtype=torch.long)
+    padded = flex_masks(padding, 64, 4, {"global", "local"}, "cpu")
+    assert padded["global"] is not None and padded["local"] is not window["local"]
+    dense = padded["local"].to_dense()  # [B, H, query blocks, key blocks]: 64 tokens fit one 128-token block
+    assert dense.shape == (2, 1, 1, 1)
+
+
+@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+def test_static_sparse_head_same_loss_and_gradients_one_graph(arch):
+    m = small_encoder(arch).train()
+    ids, mask = padded_batch(120, [200, 200, 130], seq_len=200)
+    labels = random_labels(ids, mask)
+    capacity = prediction_capacity(ids.numel(), 0.3)
+    n = int((labels != -100).sum())
+    assert n < capacity < ids.numel()
+    grads = {}
+    for rows in (None, capacity):
+        m.zero_grad()
+        logits, loss = m(ids, mask, labels, max_predictions=rows)
+        loss.backward()
+        grads[rows] = loss.detach(), logits.detach(), [p.grad.clone() for p in m.parameters()]
+    (loss, logits, g), (static_loss, static_logits, static_g) = grads[None], grads[capacity]
+    assert static_logits.shape == (capacity, 120) and torch.allclose(static_logits[:n], logits, atol=TOL)
+    assert abs(static_loss.item() - loss.item()) <= TOL
+    assert all(torch.allclose(a, b, atol=TOL) for a, b in zip(g, static_g))
+    # with the capacity the training forward is one graph with no break (no data-dependent shape, no host sync)
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(m)(ids, labels=labels, max_predictions=capacity)
+    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    torch._dynamo.reset()
+    assert torch._dynamo.explain(m)(ids, labels=labels).graph_break_count > 0  # what the capacity avoids
+
+
+def test_prediction_capacity_covers_the_binomial_count():
+    assert prediction_capacity(64 * 1024, 0.3) == 20544  # mean 19,661 + 7 sd of 117 = 20,482, up to 64s
+    assert prediction_capacity(100, 0.99) == 100  # never more rows than tokens
+    counts = (torch.rand(2000, 4096, generator=torch.Generator().manual_seed(0)) < 0.3).sum(-1)
+    assert counts.max().item() <= prediction_capacity(4096, 0.3) - 64
 
 
 @pytest.mark.parametrize("tied", [True, False])
@@ -331,6 +408,8 @@ def test_config_defaults_and_round_trip():
     (dict(attention_dropout=1.0), "attention_dropout"),
     (dict(global_rope_theta=0.0), "global_rope_theta"),
     (dict(arch="neobert", norm_bias=True), "norm_bias"),
+    (dict(attn_implementation="flash"), "attn_implementation"),
+    (dict(attn_implementation="flex", attention_dropout=0.1), "FlexAttention has no attention dropout"),
 ])
 def test_invalid_configs(bad, word):
     with pytest.raises(ValueError, match=word):
