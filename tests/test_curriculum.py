@@ -175,3 +175,17 @@ def test_a_failing_operation_stops_once_and_keeps_the_checkpoint_before_it(data_
     ckpt = load_checkpoint(str(tmp_path / 'out' / 'ckpt.pt'))
     assert ckpt['iter_num'] == 2 and ckpt['model_args']['vocab_size'] == 512 and ckpt['state']['executed_ops'] == []
     assert not any('op' in m for m in read_metrics(tmp_path / 'out'))
+
+
+@pytest.mark.slow
+def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
+    # torch.compile with the static-shape sparse head, recompiled (dynamo reset) at each rebuilding operation and
+    # when set_mask_rate changes the head's capacity: the same losses as the eager run, up to fusion rounding
+    args = [*curriculum_args(data_root, tmp_path), '--dropout=0.0']
+    train(data_root, tmp_path / 'eager', *args)
+    train(data_root, tmp_path / 'compiled', *args, '--compile=True')
+    eager, compiled = losses(tmp_path / 'eager'), losses(tmp_path / 'compiled')
+    assert len(eager) == len(compiled) == 10
+    assert compiled == pytest.approx(eager, rel=1e-3)
+    ops = [m['op'] for m in read_metrics(tmp_path / 'compiled') if 'op' in m]
+    assert ops == [op['name'] for op in CURRICULUM]
