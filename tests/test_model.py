@@ -194,10 +194,15 @@ def test_static_sparse_head_same_loss_and_gradients_one_graph(arch):
     assert static_logits.shape == (capacity, 120) and torch.allclose(static_logits[:n], logits, atol=TOL)
     assert abs(static_loss.item() - loss.item()) <= TOL
     assert all(torch.allclose(a, b, atol=TOL) for a, b in zip(g, static_g))
-    # with the capacity the training forward is one graph with no break (no data-dependent shape, no host sync)
-    torch._dynamo.reset()
-    explained = torch._dynamo.explain(m)(ids, labels=labels, max_predictions=capacity)
-    assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
+    # with the capacity the training forward is one graph with no break (no data-dependent shape, no host sync),
+    # FlexAttention's BlockMask built inside it (traced without gradients: flex has no backward on the CPU)
+    for impl in ("sdpa", "flex"):
+        m.config.attn_implementation = impl
+        torch._dynamo.reset()
+        with torch.set_grad_enabled(impl == "sdpa"):
+            explained = torch._dynamo.explain(m)(ids, labels=labels, max_predictions=capacity)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0), (impl, explained.break_reasons)
+    m.config.attn_implementation = "sdpa"
     torch._dynamo.reset()
     assert torch._dynamo.explain(m)(ids, labels=labels).graph_break_count > 0  # what the capacity avoids
 
