@@ -628,6 +628,12 @@ tokens_per_iter = gradient_accumulation_steps * batch_size * block_size
 if master:
     print(f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
           f"{tokens_per_iter:,} tokens per iteration, {world_size} process(es), device {device}, {dtype}")
+    if device_type == 'cuda':  # unmasked global layers run SDPA, which takes the first enabled backend that fits
+        backends = [name for name, on in (('cudnn', torch.backends.cuda.cudnn_sdp_enabled()),
+                                          ('flash', torch.backends.cuda.flash_sdp_enabled()),
+                                          ('mem_efficient', torch.backends.cuda.mem_efficient_sdp_enabled())) if on]
+        masked = 'FlexAttention' if raw_model.uses_flex(torch.device(device)) else 'SDPA with boolean masks'
+        print(f"attention: masked layers {masked}; unmasked ones SDPA ({', '.join(backends)}, in that order)")
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
 consecutive_skips, t_start, t_last, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
