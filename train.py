@@ -150,6 +150,9 @@ if gradient_accumulation_steps % world_size:
 micro_steps = gradient_accumulation_steps // world_size
 device_type = 'cuda' if device.startswith('cuda') else 'cpu'
 compile = device_type == 'cuda' if compile is None else compile
+if attn_implementation == 'flex' and device_type != 'cuda':
+    fail("attn_implementation='flex' trains only on CUDA (FlexAttention has no backward on the CPU); "
+         "use 'auto' or 'sdpa'")
 peak_flops = peak_flops or (989e12 if device_type == 'cuda' else 135e9)
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
