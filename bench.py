@@ -252,7 +252,8 @@ def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace, block_s
                                                                                 fused=True))
     # ours: SDPA (the Band) on any device, FlexAttention on CUDA; the shrunken vocabulary with the fastest
     attns = ("sdpa", "flex") if args.device == "cuda" else ("sdpa",)
-    options = [(attn, compiled, "full") for attn in attns for compiled in (False, True) if compiled <= args.compile]
+    compiles = (False, True) if args.compile else (False,)
+    options = [(attn, compiled, "full") for attn in attns for compiled in compiles]
     if "shrunk" in ours:
         options += [(attns[-1], args.compile, "shrunk")]
     capacity = prediction_capacity(args.batch_size * block_size, MASK_RATE)

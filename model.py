@@ -190,8 +190,8 @@ def mask_rule(valid: torch.Tensor | None, document_ids: torch.Tensor | None, hal
 def rule_grid(rule, q: torch.Tensor, kv: torch.Tensor, batch: int | None) -> torch.Tensor:
     """The boolean SDPA mask of `rule` for the queries q and keys kv (index vectors): [len(q), len(kv)], or
     [batch, 1, len(q), len(kv)] when the rule reads padding or documents."""
-    b = torch.arange(batch, device=q.device)[:, None, None, None] if batch else torch.zeros((), device=q.device)
-    return rule(b.long(), 0, q[:, None], kv[None, :])
+    b = torch.arange(batch, device=q.device)[:, None, None, None] if batch else q.new_zeros(())
+    return rule(b, 0, q[:, None], kv[None, :])
 
 
 def band_mask(rule, seq_len: int, half_window: int, block: int, device, batch: int | None = None) -> Band:

@@ -662,12 +662,12 @@ while True:
         group['lr'] = lr
     # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
     batches = [make_batch('train', state['mask_rate'], 1, iter_num, rank * micro_steps + m) for m in range(micro_steps)]
-    counts = [(y != IGNORE_INDEX).sum() for _, y in batches]
-    n_pred = all_reduce(torch.stack(counts).sum().float())
+    counts = torch.stack([(y != IGNORE_INDEX).sum() for _, y in batches])
+    n_pred = all_reduce(counts.sum().float())
     # compiled, the head takes a fixed number of rows so the graph has static shapes (mlm.prediction_capacity)
     capacity = prediction_capacity(batch_size * block_size, state['mask_rate']) if compile else None
     if capacity is not None:
-        overflow |= torch.stack(counts).max() > capacity
+        overflow |= counts.max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
     loss_sum = torch.zeros((), device=device)
     for m, ((x, y), n) in enumerate(zip(batches, counts)):
@@ -700,7 +700,8 @@ while True:
 
     t_now = time.time()
     dt, t_last = t_now - t_last, t_now
-    if iter_num % log_interval == 0 and overflow.item():  # read at log points only: reading it waits for the GPU
+    # read at log points only (reading it waits for the GPU), and agreed by every rank so that all of them stop
+    if iter_num % log_interval == 0 and all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
         fail(f"a micro-batch had more masked tokens than prediction_capacity({batch_size * block_size}, "
              f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
     if iter_num % log_interval == 0 and master:
