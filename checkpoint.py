@@ -11,6 +11,7 @@ import tempfile
 import torch
 
 from model import Encoder, EncoderConfig
+from prepare import first_line
 
 TMP_SUFFIX = '.tmp'
 
@@ -42,12 +43,25 @@ def save_checkpoint(obj: dict, path: str) -> None:
 
 
 def load_checkpoint(path: str) -> dict:
-    """Load a checkpoint written by save_checkpoint onto the CPU (weights_only: no code runs)."""
-    return torch.load(path, map_location='cpu', weights_only=True)
+    """Load a checkpoint written by save_checkpoint onto the CPU (weights_only: no code runs); SystemExit with one
+    line when the file is not one (half-written, truncated, a bare tensor, another program's file)."""
+    try:
+        ckpt = torch.load(path, map_location='cpu', weights_only=True)
+    except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... depending on the damage
+        raise SystemExit(f"cannot read {path} ({first_line(e)}): it is not a complete checkpoint (half-written, "
+                         f"truncated or another kind of file); use a ckpt.pt written by train.py or init_guide.py")
+    if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_args' not in ckpt:
+        raise SystemExit(f"{path} is a torch file but not a nanoBERT checkpoint (no 'model' and 'model_args'); use a "
+                         f"ckpt.pt written by train.py or init_guide.py")
+    return ckpt
 
 
 def checkpoint_encoder(ckpt: dict) -> Encoder:
     """The Encoder a checkpoint holds: its config from model_args, its weights from model."""
-    model = Encoder(EncoderConfig(**ckpt['model_args']))
-    model.load_state_dict(ckpt['model'])
+    try:
+        model = Encoder(EncoderConfig(**ckpt['model_args']))
+        model.load_state_dict(ckpt['model'])
+    except (TypeError, ValueError, RuntimeError) as e:  # unknown config keys, bad values, weights of another shape
+        raise SystemExit(f"the checkpoint's model_args and weights do not make a model ({first_line(e)}); it was "
+                         f"written by another version of nanoBERT or edited")
     return model

@@ -8,9 +8,10 @@ Export a train.py checkpoint to a Hugging Face folder: config.json, model.safete
   SentenceTransformer (mean pooling) load it without remote code.
 - NeoBERT: the official chandar-lab layout and config keys, plus hf_neobert/modeling_neobert.py copied into the folder;
   load it with trust_remote_code=True.
-- Tokenizer: the gpt2 tokenizer of prepare.py becomes a transformers fast tokenizer with the same ids (the padding
-  slots up to the model's vocabulary are [unused0], [unused1], ...); a Hugging Face tokenizer is saved as it loads,
-  with the model's max length and without token_type_ids (neither model takes them).
+- Tokenizer: the one the checkpoint records, checked by its fingerprint: gpt2 and modernbert become transformers
+  fast tokenizers with the same ids (the padding slots up to the model's vocabulary are [unused0], [unused1], ...);
+  a Hugging Face tokenizer is saved as it loads, with the model's max length and without token_type_ids.
+  config.json carries the tokenizer's fingerprint, so a folder whose tokenizer files were swapped is refused.
 - A checkpoint still in its shrunken vocabulary is exported in the full one: every core token gets its row, every
   rare token RARE's embedding and RARE's logit minus log(rare tokens), so the export computes the shrunken model's
   function and spreads RARE's probability evenly over the tokens it stands for (resize_vocabulary with no noise).
@@ -20,12 +21,10 @@ import os
 import shutil
 import sys
 
-import torch
-
 from checkpoint import checkpoint_encoder, load_checkpoint
 from configurator import configure
 from model import Encoder, EncoderConfig, load_safetensors_folder
-from prepare import GPT2_EOT_ID, GPT2_MLM_TOKENS, GPT2_VOCAB_SIZE, SPECIAL_NAMES, gpt2_bpe_files
+from prepare import load_remap, recorded_hf_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
@@ -41,7 +40,6 @@ NEOBERT_KEYS = dict(max_position_embeddings='max_length', global_rope_theta='rop
 NEOBERT_SHARED = ('vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads', 'intermediate_size',
                   'norm_eps', 'attention_bias', 'mlp_bias', 'decoder_bias', 'embedding_dropout', 'attention_dropout',
                   'mlp_dropout', 'pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')
-MODEL_INPUTS = ['input_ids', 'attention_mask']  # neither architecture takes token_type_ids
 
 
 # checkpoints -----------------------------------------------------------------------------------------------------
@@ -49,13 +47,13 @@ MODEL_INPUTS = ['input_ids', 'attention_mask']  # neither architecture takes tok
 def checkpoint_model(ckpt: dict) -> tuple[Encoder, dict | None]:
     """The model of a train.py checkpoint and, while it trains in a shrunken vocabulary, its remapping (vocab_K.pt)."""
     model = checkpoint_encoder(ckpt)
-    if not ckpt['state']['remapping']:
+    if not ckpt.get('state', {}).get('remapping'):  # GUIDE students have no training state
         return model, None
     path = ckpt['config']['vocab_remapping_file']
+    hint = "run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab"
     if not os.path.isfile(path):
-        raise SystemExit(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; run "
-                         f"from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab")
-    remap = torch.load(path, weights_only=True)
+        raise SystemExit(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}")
+    remap = load_remap(path, hint)
     same_data = remap['fingerprint'] == ckpt['dataset_meta']['fingerprint']
     if not same_data or remap['shrunk_vocab_size'] != model.config.vocab_size:
         raise SystemExit(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
@@ -69,51 +67,14 @@ def full_vocabulary_model(ckpt: dict) -> Encoder:
     if remap is not None:
         model.resize_vocabulary(remap['vocab_size'], remap['rare_id'], noise_std=0.0,
                                 full_to_shrunk=remap['full_to_shrunk'])
-    if model.config.vocab_size != ckpt['dataset_meta']['vocab_size']:
+    meta = ckpt.get('dataset_meta')  # a GUIDE student made without --dataset has none
+    if meta is not None and model.config.vocab_size != meta['vocab_size']:
         raise SystemExit(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
-                         f"({ckpt['dataset_meta']['vocab_size']}); the checkpoint is inconsistent, export another one")
+                         f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
     return model
 
 
 # tokenizers ------------------------------------------------------------------------------------------------------
-
-def gpt2_hf_tokenizer(model_max_length: int):
-    """prepare.py's gpt2 tokenizer as a transformers fast tokenizer: GPT-2 byte-level BPE, <|endoftext|> 50256,
-    [CLS] [SEP] [MASK] [PAD] [UNK] 50257..50261, [unusedN] up to 50368; a sequence is encoded as [CLS] text [SEP]."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-    paths = gpt2_bpe_files()
-    tok = Tokenizer(models.BPE.from_file(paths["encoder.json"], paths["vocab.bpe"]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2's split regex, bytes to symbols
-    tok.decoder = decoders.ByteLevel()
-    n_unused = GPT2_VOCAB_SIZE - GPT2_EOT_ID - 1 - len(GPT2_MLM_TOKENS)
-    extra = ["<|endoftext|>"] + [f"[unused{i}]" for i in range(n_unused)]
-    # added in id order: <|endoftext|> keeps 50256, the others take the next ids
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in extra[:1] + list(GPT2_MLM_TOKENS)
-                            + extra[1:]])
-    ids = {t: GPT2_EOT_ID + 1 + i for i, t in enumerate(GPT2_MLM_TOKENS)}
-    assert all(tok.token_to_id(t) == i for t, i in ids.items()) and tok.get_vocab_size() == GPT2_VOCAB_SIZE
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-                                                       special_tokens=[("[CLS]", ids["[CLS]"]),
-                                                                       ("[SEP]", ids["[SEP]"])])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, **{f"{n}_token": f"[{n.upper()}]" for n in SPECIAL_NAMES},
-                                   additional_special_tokens=extra, model_max_length=model_max_length,
-                                   clean_up_tokenization_spaces=False, model_input_names=MODEL_INPUTS)
-
-
-def save_tokenizer(name: str, folder: str, model_max_length: int) -> None:
-    """Write the tokenizer prepare.py used (its --tokenizer: 'gpt2', a folder or a hub id) into folder."""
-    if name == "gpt2":
-        gpt2_hf_tokenizer(model_max_length).save_pretrained(folder)
-        return
-    from transformers import AutoTokenizer
-    try:  # the two settings passed here are saved with it
-        tok = AutoTokenizer.from_pretrained(name, model_max_length=model_max_length, model_input_names=MODEL_INPUTS)
-    except Exception as e:  # OSError, ValueError, ... depending on what is missing
-        raise SystemExit(f"cannot load the checkpoint's tokenizer '{name}' ({type(e).__name__}); export from the "
-                         f"folder train.py ran in, or with the hub reachable")
-    tok.save_pretrained(folder)
-
 
 # models ----------------------------------------------------------------------------------------------------------
 
@@ -189,11 +150,18 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
         raise SystemExit(f"{folder} is a file; --out must name a folder")
     ckpt = load_checkpoint(ckpt_path)
     model = full_vocabulary_model(ckpt)
+    # the tokenizer the checkpoint records, checked by its fingerprint to be the one the model was trained with
+    tokenizer = recorded_hf_tokenizer(ckpt.get('tokenizer'), ckpt_path, model.config.max_position_embeddings)
     tmp = folder.rstrip(os.sep) + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         save_model(model, tmp)
-        save_tokenizer(ckpt['dataset_meta']['tokenizer'], tmp, model.config.max_position_embeddings)
+        tokenizer.save_pretrained(tmp)
+        with open(os.path.join(tmp, "config.json")) as f:
+            hf_config = json.load(f)
+        hf_config["tokenizer_fingerprint"] = ckpt['tokenizer']['fingerprint']
+        with open(os.path.join(tmp, "config.json"), "w") as f:
+            json.dump(hf_config, f, indent=2)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

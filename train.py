@@ -22,8 +22,10 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
+from curriculum import load_state_by_name
 from mlm import TokenSpace, get_windows, mask_tokens, micro_batch_loss, prediction_capacity, seed_for
-from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder, EncoderConfig, gather_vocab_rows
+from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, gather_vocab_rows, hf_folder
+from prepare import data_tokenizer, folder_tokenizer, load_meta, load_remap, tokenizer_mismatch
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -35,7 +37,7 @@ eval_only = False
 always_save_checkpoint = True
 keep_last_checkpoints = 0  # also keep ckpt_<iter>.pt for the last k saves (0: only ckpt.pt)
 init_from = 'scratch'  # 'scratch' | 'resume' | path/to/ckpt.pt | 'hf:<folder or hub id>'
-overwrite = False  # allow init_from='scratch' to replace an existing out_dir/ckpt.pt
+overwrite = False  # allow a new run (any init_from but resume) to replace out_dir's ckpt.pt and metrics.jsonl
 # wandb
 wandb_log = False
 wandb_project = 'nanobert'
@@ -168,11 +170,8 @@ def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
 
 # data ------------------------------------------------------------------------
 data_dir = os.path.join(data_root, dataset)
-prepare_hint = f"run: python prepare.py --dataset={dataset} --tokenizer=gpt2"
-if not os.path.isfile(os.path.join(data_dir, 'meta.json')):
-    fail(f"no prepared dataset in {data_dir} (meta.json missing); {prepare_hint}")
-with open(os.path.join(data_dir, 'meta.json')) as f:
-    meta = json.load(f)
+prepare_hint = f"run: python prepare.py --dataset={dataset} --out_dir={data_dir}"
+meta = load_meta(data_dir, prepare_hint)  # these loaders stop with one line themselves
 for _split in ('train', 'val'):
     _path = os.path.join(data_dir, f'{_split}.bin')
     _expected = meta[f'{_split}_tokens'] * np.dtype(meta['dtype']).itemsize
@@ -188,7 +187,7 @@ if vocab_remapping_file is not None:
     if not os.path.isfile(vocab_remapping_file):
         fail(f"vocab_remapping_file '{vocab_remapping_file}' not found; "
              f"run: python prepare.py --dataset={dataset} --shrink_vocab=K")
-    remap = torch.load(vocab_remapping_file, weights_only=True)
+    remap = load_remap(vocab_remapping_file, f"python prepare.py --dataset={dataset} --shrink_vocab=K --force")
     if remap['fingerprint'] != meta['fingerprint']:
         fail(f"{vocab_remapping_file} was made from another preparation than {data_dir}; "
              f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab={remap['shrunk_vocab_size']}")
@@ -376,34 +375,58 @@ def model_config_from_globals(vocab_size: int) -> EncoderConfig:
 
 checkpoint = None
 iter_num, best_val_loss, wandb_run_id = 0, 1e9, None
+# everything but resume starts a new run in out_dir: it must not replace another run's checkpoint or log
+if init_from != 'resume' and not overwrite and not eval_only:
+    for _name in ('ckpt.pt', 'metrics.jsonl'):
+        if os.path.exists(os.path.join(out_dir, _name)):
+            fail(f"{os.path.join(out_dir, _name)} exists; use --init_from=resume to continue that run, another "
+                 f"--out_dir, or --overwrite=True to start over")
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
+data_desc = f"the data in {data_dir}"
 if init_from == 'scratch':
-    if os.path.exists(ckpt_path) and not overwrite:
-        fail(f"{ckpt_path} exists; use --init_from=resume to continue it, or --overwrite=True to start over")
     model = Encoder(model_config_from_globals(shrunk_space.size if remap is not None else meta['vocab_size']))
 elif init_from.startswith('hf:'):
-    model = Encoder.from_pretrained(init_from[3:])
+    _folder = hf_folder(init_from[3:])
+    _problem = tokenizer_mismatch(folder_tokenizer(_folder), data_tokenizer(meta), f"the model {init_from[3:]}",
+                                  data_desc)
+    if _problem:
+        fail(_problem)
+    model = Encoder.from_pretrained(_folder)
 else:
     path = ckpt_path if init_from == 'resume' else init_from
     if not os.path.isfile(path):
         fail(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if init_from == 'resume' else ""))
     checkpoint = load_checkpoint(path)
+    if init_from == 'resume' and 'state' not in checkpoint:
+        fail(f"{path} is not a train.py checkpoint (a GUIDE student?); start from it with --init_from={path} and "
+             f"another out_dir")
+    _problem = tokenizer_mismatch(checkpoint.get('tokenizer'), data_tokenizer(meta), path, data_desc)
+    if _problem:
+        fail(_problem)
     if checkpoint['model_args']['arch'] != arch:
         fail(f"{path} holds a {checkpoint['model_args']['arch']} model but arch='{arch}'; pass --arch="
              f"{checkpoint['model_args']['arch']}")
+    # a checkpoint in the shrunken vocabulary reads ids that only mean something in the data it was remapped from
+    _same_data = checkpoint.get('dataset_meta', {}).get('fingerprint') == meta['fingerprint']
+    if (init_from == 'resume' or checkpoint.get('state', {}).get('remapping')) and not _same_data:
+        fail(f"{path} was trained on a different preparation of {dataset}; use the same data or a new out_dir")
     model = checkpoint_encoder(checkpoint)
     if init_from == 'resume':
         state.update(checkpoint['state'])
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
         wandb_run_id = checkpoint.get('wandb_run_id')
-        if checkpoint['dataset_meta']['fingerprint'] != meta['fingerprint']:
-            fail(f"{path} was trained on a different preparation of {dataset}; use the same data or a new out_dir")
 if state['remapping'] and remap is None:
     fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
 active_vocab_size = shrunk_space.size if state['remapping'] else meta['vocab_size']
 if model.config.vocab_size != active_vocab_size:
     fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's ({active_vocab_size}); "
          f"prepare the data with the model's tokenizer")
+_space = remap if state['remapping'] else meta
+for _name in SPECIAL_IDS:  # a model that left a special id unset takes the data's
+    if getattr(model.config, _name) not in (None, _space[_name]):
+        fail(f"the model's {_name} is {getattr(model.config, _name)} but the data's is {_space[_name]}; its "
+             f"config.json disagrees with its tokenizer: fix {_name} in the model's config")
+    setattr(model.config, _name, _space[_name])
 if block_size > model.config.max_position_embeddings:
     fail(f"block_size={block_size} exceeds max_position_embeddings={model.config.max_position_embeddings}; "
          f"lower block_size or raise max_position_embeddings")
@@ -436,12 +459,9 @@ def build_optimizer(carried: dict) -> torch.optim.Optimizer:
     """A fresh AdamW over the trainable parameters; entries of `carried` go to the parameters of the
     same name (AdamW's step count included) and the rest are parked."""
     opt = raw_model.configure_optimizers(weight_decay, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps)
-    carried = dict(carried)
-    for name, p in raw_model.named_parameters():
-        if p.requires_grad and name in carried:
-            opt.state[p] = {k: v.to(p.device) if v.dim() else v for k, v in carried.pop(name).items()}
+    parked = load_state_by_name(opt, carried)
     parked_state.clear()
-    parked_state.update(carried)
+    parked_state.update(parked)
     return opt
 
 
@@ -517,15 +537,18 @@ def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=asdict(raw_model.config), optimizer=optimizer.state_dict(),
                 parked_optimizer_state=parked_state, scaler=scaler.state_dict(), iter_num=it,
                 best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
-                wandb_run_id=wandb_run_id)
+                tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id)
 
 
 def save(it: int) -> None:
     if master:
         save_checkpoint(checkpoint_state(it), ckpt_path)
         if keep_last_checkpoints > 0:
-            os.link(ckpt_path, os.path.join(out_dir, f'ckpt_{it:07d}.pt.new'))
-            os.replace(os.path.join(out_dir, f'ckpt_{it:07d}.pt.new'), os.path.join(out_dir, f'ckpt_{it:07d}.pt'))
+            kept = os.path.join(out_dir, f'ckpt_{it:07d}.pt')
+            if os.path.exists(kept + '.new'):  # left by a crash between the link and the rename
+                os.remove(kept + '.new')
+            os.link(ckpt_path, kept + '.new')
+            os.replace(kept + '.new', kept)
             for old in sorted(f for f in os.listdir(out_dir) if f.startswith('ckpt_'))[:-keep_last_checkpoints]:
                 os.remove(os.path.join(out_dir, old))
     if ddp:
@@ -543,7 +566,7 @@ def log_metrics(record: dict) -> None:
 
 if master:
     os.makedirs(out_dir, exist_ok=True)
-    if init_from != 'resume' and os.path.exists(os.path.join(out_dir, 'metrics.jsonl')):
+    if init_from != 'resume' and not eval_only and os.path.exists(os.path.join(out_dir, 'metrics.jsonl')):
         os.remove(os.path.join(out_dir, 'metrics.jsonl'))  # a fresh run starts a fresh log
     if wandb_log:
         import wandb
@@ -573,7 +596,7 @@ def due_operations(it: int) -> list:
 
 
 def run_operations(it: int) -> None:
-    global optimizer, model, trainable
+    global optimizer, model, trainable, best_val_loss
     due = due_operations(it)
     if not due:
         return
@@ -608,6 +631,8 @@ def run_operations(it: int) -> None:
         # evaluate in the new token space at once, so the curve shows the jump the resize causes
         metrics = evaluate()
         log_metrics(dict(iter=it, after_op=True, **metrics))
+        # losses of another token space do not compare (a shrunken one's are lower by construction)
+        best_val_loss = metrics['val_loss']
         if master:
             print(f"iter {it}: after the operations, val loss {metrics['val_loss']:.4f}")
     if not eval_only:

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint
+from curriculum import load_state_by_name
 from fill_mask import MaskFiller
 from test_reliability import assert_same_weights, losses
 from test_train import read_metrics, train
@@ -189,3 +190,38 @@ def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
     assert compiled == pytest.approx(eager, rel=1e-3)
     ops = [m['op'] for m in read_metrics(tmp_path / 'compiled') if 'op' in m]
     assert ops == [op['name'] for op in CURRICULUM]
+
+
+def test_best_val_loss_restarts_when_the_token_space_changes(data_root, tmp_path):
+    # shrunken-space losses are lower by construction: kept as the best, nothing after the resize would be saved
+    schedule = CURRICULUM[:2]
+    train(data_root, tmp_path / 'run', *curriculum_args(data_root, tmp_path, schedule), '--always_save_checkpoint=False')
+    records = [m for m in read_metrics(tmp_path / 'run') if 'val_loss' in m]
+    after = next(i for i, m in enumerate(records) if m.get('after_op'))
+    full_space = records[after:]
+    best = min(full_space, key=lambda m: m['val_loss'])
+    ckpt = load_checkpoint(str(tmp_path / 'run' / 'ckpt.pt'))
+    assert ckpt['best_val_loss'] == best['val_loss'] and ckpt['iter_num'] == best['iter']
+    assert min(m['val_loss'] for m in records[:after]) < best['val_loss']  # what the old best would have blocked
+
+
+def test_carried_optimizer_state_goes_to_each_parameter_device_step_included():
+    """State parked on the CPU (where checkpoints load) goes where each parameter lives, the 0-dim step count too,
+    as fused and capturable AdamW need; the meta device stands in for a GPU."""
+    torch.manual_seed(0)
+    cpu = torch.nn.Linear(4, 3)
+    opt = torch.optim.AdamW(cpu.parameters())
+    cpu(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    named = {name: opt.state[p] for name, p in cpu.named_parameters()}
+    named['frozen.weight'] = {k: v.clone() for k, v in named['weight'].items()}
+    same = torch.nn.Linear(4, 3)
+    carried = torch.optim.AdamW(list(same.named_parameters()))
+    assert load_state_by_name(carried, named).keys() == {'frozen.weight'}  # parked for later
+    for name, p in same.named_parameters():
+        assert all(torch.equal(carried.state[p][k], v) for k, v in named[name].items())
+    device = torch.nn.Linear(4, 3, device='meta')
+    capturable = torch.optim.AdamW(list(device.named_parameters()), capturable=True)
+    load_state_by_name(capturable, named)
+    for p in device.parameters():
+        assert {k: v.device.type for k, v in capturable.state[p].items()} == dict.fromkeys(named['weight'], 'meta')

@@ -10,7 +10,7 @@ import export_hf
 import fill_mask
 import prepare
 from checkpoint import load_checkpoint
-from export_hf import checkpoint_model, export, save_model, save_tokenizer
+from export_hf import checkpoint_model, export, save_model
 from fill_mask import SENTENCES, MaskFiller
 from model import Encoder, EncoderConfig
 from test_train import train
@@ -105,7 +105,7 @@ def test_hf_tokenizer_is_saved_as_it_loads(tmp_path):
     backend.normalizer, backend.pre_tokenizer = normalizers.BertNormalizer(), pre_tokenizers.BertPreTokenizer()
     backend.train_from_iterator(SENTENCES * 5, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
     BertTokenizerFast(tokenizer_object=backend).save_pretrained(str(tmp_path / "bert"))
-    save_tokenizer(str(tmp_path / "bert"), str(tmp_path / "out"), model_max_length=128)
+    prepare.hf_tokenizer(str(tmp_path / "bert"), model_max_length=128).save_pretrained(str(tmp_path / "out"))
     original, copy = (AutoTokenizer.from_pretrained(str(tmp_path / p)) for p in ("bert", "out"))
     assert type(copy) is type(original) and copy.model_max_length == 128
     for text in TEXTS:

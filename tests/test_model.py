@@ -119,6 +119,39 @@ def test_parity_with_transformers(tmp_path, monkeypatch, name):
             assert abs(out.loss.item() - loss.item()) <= TOL
 
 
+@pytest.mark.parametrize("vocab_size", [30522, 1000])
+def test_hf_folders_as_transformers_saves_them(tmp_path, vocab_size):
+    """ModernBertConfig has no mask_token_id, so no saved config.json holds one; community ModernBERTs have other
+    vocabularies (BERT's 30,522 WordPiece) where ModernBERT's default ids do not exist. [MASK] comes from the
+    folder's tokenizer, or stays unset without one, and the logits are transformers'."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordPiece
+    from transformers import BertTokenizerFast
+    cls_id, sep_id = (101, 102) if vocab_size == 30522 else (1, 2)
+    torch.manual_seed(0)
+    hf = ModernBertForMaskedLM(ModernBertConfig(
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=48, num_hidden_layers=4, num_attention_heads=2,
+        local_attention=8, global_attn_every_n_layers=2, pad_token_id=0, cls_token_id=cls_id, sep_token_id=sep_id,
+        bos_token_id=cls_id, eos_token_id=sep_id))
+    perturb(hf)
+    folder = tmp_path / "hf"
+    hf.save_pretrained(str(folder))
+    assert "mask_token_id" not in json.loads((folder / "config.json").read_text())
+    if vocab_size == 30522:  # BERT's layout: [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103
+        words = ["[PAD]", *(f"[unused{i}]" for i in range(99)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+        vocab = {w: i for i, w in enumerate(words + [f"w{i}" for i in range(vocab_size - 104)])}
+        BertTokenizerFast(tokenizer_object=Tokenizer(WordPiece(vocab, unk_token="[UNK]")), unk_token="[UNK]",
+                          cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
+                          mask_token="[MASK]").save_pretrained(str(folder))
+    ours = Encoder.from_pretrained(str(folder)).eval()
+    assert ours.config.mask_token_id == (103 if vocab_size == 30522 else None)
+    assert (ours.config.pad_token_id, ours.config.cls_token_id, ours.config.sep_token_id) == (0, cls_id, sep_id)
+    ids, mask = padded_batch(vocab_size, [40, 23], seq_len=40)
+    with torch.no_grad():
+        diff = (hf.eval()(input_ids=ids, attention_mask=mask).logits - ours(ids, mask)[0]).abs()[mask.bool()].max()
+    assert diff <= TOL
+
+
 def test_sparse_equals_dense():
     torch.manual_seed(0)
     m = Encoder(EncoderConfig(vocab_size=120, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
@@ -409,7 +442,7 @@ def test_config_defaults_and_round_trip():
     (dict(hidden_size=36, num_attention_heads=12), "odd"),
     (dict(local_attention=127), "local_attention"),
     (dict(global_attn_every_n_layers=0), "global_attn_every_n_layers"),
-    (dict(vocab_size=1000), "pad_token_id"),
+    (dict(vocab_size=1000, mask_token_id=1000), "mask_token_id=1000 is outside"),
     (dict(attention_dropout=1.0), "attention_dropout"),
     (dict(global_rope_theta=0.0), "global_rope_theta"),
     (dict(arch="neobert", norm_bias=True), "norm_bias"),

@@ -141,6 +141,48 @@ def test_gpt2_round_trip(gpt2):
     assert gpt2.decode([50300]) == "[UNK]"
 
 
+# answerdotai/ModernBERT-base's ids as public test suites pin them
+MODERNBERT_IDS = {
+    "The capital of France is [MASK].": [50281, 510, 5347, 273, 6181, 310, 50284, 15, 50282],
+    "Hello world! This is a test.": [50281, 12092, 1533, 2, 831, 310, 247, 1071, 15, 50282],
+}
+
+
+def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
+    tok = prepare.load_tokenizer("modernbert")
+    assert tok.special_id_map == dict(cls_token_id=50281, sep_token_id=50282, mask_token_id=50284,
+                                      pad_token_id=50283, unk_token_id=50280)
+    assert tok.vocab_size == 50368 and tok.special_ids == list(range(50280, 50285))
+    assert tok.unused_ids == list(range(50285, 50368))
+    hf = tok.hf_tokenizer()
+    hf.save_pretrained(str(tmp_path / "saved"))
+    from transformers import AutoTokenizer
+    saved = AutoTokenizer.from_pretrained(str(tmp_path / "saved"))
+    for text, expected in MODERNBERT_IDS.items():
+        assert hf(text)["input_ids"] == saved(text)["input_ids"] == expected
+        assert [tok.cls_token_id, *tok.encode(text), tok.sep_token_id] == expected
+    assert saved.convert_ids_to_tokens(list(range(50280, 50286)) + [50367]) == \
+        ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "[unused0]", "[unused82]"]
+    assert max(tok.encode_ordinary("[CLS] is [MASK] [unused0]")) < 50280  # corpus text never yields specials
+    assert tok.decode(tok.encode(HAMLET[:20_000])) == HAMLET[:20_000]
+    # the saved folder is the same tokenizer; gpt2 has as many ids but they mean other tokens
+    assert prepare.load_tokenizer(str(tmp_path / "saved")).fingerprint == tok.fingerprint
+    assert prepare.load_tokenizer("gpt2").fingerprint != tok.fingerprint
+
+
+def test_tokenizer_fingerprint_is_what_decides_the_ids(tmp_path):
+    gpt2 = prepare.gpt2_hf_tokenizer()
+    fingerprint = prepare.tokenizer_fingerprint(gpt2)
+    assert prepare.load_tokenizer("gpt2").fingerprint == fingerprint  # tiktoken's and transformers' gpt2 agree
+    gpt2.model_max_length = 17  # settings are not identity
+    assert prepare.tokenizer_fingerprint(gpt2) == fingerprint
+    gpt2.add_tokens(["[new]"])  # one more id is another tokenizer
+    assert prepare.tokenizer_fingerprint(gpt2) != fingerprint
+    swapped = prepare.gpt2_hf_tokenizer()
+    swapped.mask_token = "[UNK]"  # the same vocabulary with another [MASK] id
+    assert prepare.tokenizer_fingerprint(swapped) != fingerprint
+
+
 def test_gpt2_hashes_are_the_ones_tiktoken_pins():
     import tiktoken_ext.openai_public
     source = inspect.getsource(tiktoken_ext.openai_public.gpt2)

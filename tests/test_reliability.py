@@ -1,4 +1,5 @@
 """Reliability of training: exact resume, DDP on CPU, atomic checkpoints, the non-finite guard, signals, bad input."""
+import json
 import os
 import shutil
 import signal
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint, save_checkpoint
-from conftest import ROOT
+from conftest import ROOT, run_script
 from test_train import TINY, read_metrics, train
 
 
@@ -67,7 +68,7 @@ def test_failed_save_keeps_the_old_checkpoint(tmp_path):
     save_checkpoint({'iter_num': 1, 'w': torch.ones(3)}, str(path))
     with pytest.raises(RuntimeError, match='cannot pickle'):
         save_checkpoint({'iter_num': 2, 'w': torch.zeros(3), 'bad': Unpicklable()}, str(path))
-    assert load_checkpoint(str(path))['iter_num'] == 1
+    assert torch.load(path, weights_only=True)['iter_num'] == 1
     assert os.listdir(tmp_path) == ['ckpt.pt']
 
 
@@ -83,9 +84,9 @@ def test_killed_save_keeps_the_old_checkpoint(tmp_path):
     time.sleep(0.2)  # well inside the write of 200 MB
     writer.kill()
     writer.wait()
-    assert load_checkpoint(str(path))['iter_num'] in (1, 2)  # old or new, never partial
+    assert torch.load(path, weights_only=True)['iter_num'] in (1, 2)  # old or new, never partial
     save_checkpoint({'iter_num': 3}, str(path))  # the next save clears what the killed one left
-    assert os.listdir(tmp_path) == ['ckpt.pt'] and load_checkpoint(str(path))['iter_num'] == 3
+    assert os.listdir(tmp_path) == ['ckpt.pt'] and torch.load(path, weights_only=True)['iter_num'] == 3
 
 
 def test_keep_last_checkpoints(data_root, tmp_path):
@@ -133,12 +134,45 @@ def trained(data_root, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope='module')
+def bad_files(data_root, trained, tmp_path_factory):
+    """Files users really have: a half-written checkpoint, a bare tensor, a text file named .pt, a corrupt meta.json,
+    one from an older prepare.py, a truncated vocab_K.pt, and a GUIDE student where a run's ckpt.pt should be."""
+    bad = tmp_path_factory.mktemp('bad')
+    ckpt = (trained / 'ckpt.pt').read_bytes()
+    (bad / 'truncated.pt').write_bytes(ckpt[:len(ckpt) // 2])
+    torch.save(torch.zeros(3), bad / 'tensor.pt')
+    (bad / 'text.pt').write_text('not a checkpoint')
+    (bad / 'data' / 'shakespeare').mkdir(parents=True)
+    (bad / 'data' / 'shakespeare' / 'meta.json').write_text('{"vocab_size": 503')
+    meta = json.loads((data_root / 'shakespeare' / 'meta.json').read_text())
+    (bad / 'old' / 'shakespeare').mkdir(parents=True)
+    (bad / 'old' / 'shakespeare' / 'meta.json').write_text(json.dumps(
+        {k: v for k, v in meta.items() if k != 'tokenizer_fingerprint'}))
+    vocab = (data_root / 'shakespeare' / 'vocab_512.pt').read_bytes()
+    (bad / 'vocab_512.pt').write_bytes(vocab[:len(vocab) // 3])
+    student = {k: v for k, v in load_checkpoint(str(trained / 'ckpt.pt')).items()
+               if k in ('model', 'model_args', 'tokenizer')}
+    save_checkpoint(student, str(bad / 'student_run' / 'ckpt.pt'))
+    return bad
+
+
 BAD_INPUT = {
     'unknown key': (['--learning_rat=1'], "unknown key 'learning_rat'"),
     'bad value': (['--lr_schedule=triangle'], "lr_schedule='triangle'"),
     'bad type': (['--batch_size=4.5'], 'expected int'),
     'missing dataset': (['--dataset=nonexistent'], 'python prepare.py --dataset=nonexistent'),
-    'scratch over a checkpoint': (['--max_iters=1'], '--init_from=resume to continue it, or --overwrite=True'),
+    'scratch over a checkpoint': (['--max_iters=1'], '--init_from=resume to continue that run, another --out_dir'),
+    'checkpoint init over a run': (['--init_from={ckpt}', '--max_iters=1'], 'ckpt.pt exists; use --init_from=resume'),
+    'hub init over a run': (['--init_from=hf:answerdotai/ModernBERT-base'], 'ckpt.pt exists; use --init_from=resume'),
+    'truncated checkpoint': (['--init_from={bad}/truncated.pt', '--out_dir={tmp}'], 'not a complete checkpoint'),
+    'bare tensor checkpoint': (['--init_from={bad}/tensor.pt', '--out_dir={tmp}'], 'not a nanoBERT checkpoint'),
+    'text file checkpoint': (['--init_from={bad}/text.pt', '--out_dir={tmp}'], 'not a complete checkpoint'),
+    'GUIDE student resumed': (['--init_from=resume', '--out_dir={bad}/student_run'], 'not a train.py checkpoint'),
+    'corrupt meta.json': (['--data_root={bad}/data', '--out_dir={tmp}'], 'does not read as JSON'),
+    'meta.json of an older prepare.py': (['--data_root={bad}/old', '--out_dir={tmp}'], 'lacks tokenizer_fingerprint'),
+    'truncated remapping file': (['--vocab_remapping_file={bad}/vocab_512.pt', '--out_dir={tmp}'],
+                                 'not a complete vocab_K.pt'),
     'other architecture': (['--init_from={ckpt}', '--arch=neobert', '--out_dir={tmp}'], 'holds a modernbert model'),
     'other vocabulary': (['--vocab_remapping_file={data}/shakespeare/vocab_512.pt', '--init_from={ckpt}',
                           '--out_dir={tmp}'], "model's vocabulary (50368) does not match the dataset's (512)"),
@@ -155,10 +189,10 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize('case', BAD_INPUT)
-def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, trained, tmp_path):
+def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, trained, bad_files, tmp_path):
     args, expected = BAD_INPUT[case]
     before = {f: (trained / f).read_bytes() for f in os.listdir(trained)}
-    args = [a.format(ckpt=trained / 'ckpt.pt', tmp=tmp_path / 'new', data=data_root) for a in args]
+    args = [a.format(ckpt=trained / 'ckpt.pt', tmp=tmp_path / 'new', data=data_root, bad=bad_files) for a in args]
     result = train(data_root, trained, *args, check=False)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
@@ -178,3 +212,32 @@ def test_files_of_another_dataset_preparation_are_refused(data_root, trained, tm
                    check=False)
     assert result.returncode != 0 and 'was made from another preparation' in result.stderr
     assert not (tmp_path / 'new').exists()
+
+
+@pytest.mark.parametrize('bad', ['truncated.pt', 'tensor.pt', 'text.pt'])
+@pytest.mark.parametrize('script, option, out', [('export_hf.py', '--ckpt', '--out'), ('fill_mask.py', '--ckpt', None),
+                                                 ('init_guide.py', '--teacher', '--out')])
+def test_every_script_refuses_an_unreadable_checkpoint_in_one_line(script, option, out, bad, bad_files, tmp_path):
+    outputs = [f'{out}={tmp_path / "out"}'] if out else []
+    result = run_script(script, f'{option}={bad_files / bad}', *outputs, check=False)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad_files / bad) in lines[0] and 'checkpoint' in lines[0], result.stderr[-2000:]
+    assert not (tmp_path / 'out').exists()
+
+
+def test_eval_only_deletes_and_truncates_nothing(data_root, trained, tmp_path):
+    run = tmp_path / 'run'
+    shutil.copytree(trained, run)
+    before = {f: (run / f).read_bytes() for f in os.listdir(run)}
+    train(data_root, run, '--eval_only=True', f'--init_from={run / "ckpt.pt"}')
+    assert (run / 'ckpt.pt').read_bytes() == before['ckpt.pt']
+    log = (run / 'metrics.jsonl').read_bytes()
+    assert log.startswith(before['metrics.jsonl']) and len(log) > len(before['metrics.jsonl'])
+
+
+def test_a_link_left_by_a_crash_does_not_break_the_next_save(data_root, tmp_path):
+    (tmp_path / 'ckpt_0000002.pt.new').write_text('left by a crash between the link and the rename')
+    train(data_root, tmp_path, '--max_iters=2', '--eval_interval=1', '--keep_last_checkpoints=2')
+    assert load_checkpoint(str(tmp_path / 'ckpt_0000002.pt'))['iter_num'] == 2
+    assert not (tmp_path / 'ckpt_0000002.pt.new').exists()
