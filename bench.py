@@ -33,6 +33,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
 from model import Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
+from prepare import load_meta, load_remap
 
 SHAPES = {
     "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
@@ -125,10 +126,7 @@ class Corpus:
 def load_corpus(args: argparse.Namespace) -> Corpus:
     data_dir = os.path.join(args.data_root, args.dataset)
     hint = f"run: python prepare.py --dataset={args.dataset} --shrink_vocab={args.shrunk_vocab or 4096}"
-    if not os.path.isfile(os.path.join(data_dir, "meta.json")):
-        raise SystemExit(f"bench.py: no prepared dataset in {data_dir} (meta.json missing); {hint}")
-    with open(os.path.join(data_dir, "meta.json")) as f:
-        meta = json.load(f)
+    meta = load_meta(data_dir, hint)
     if meta["train_tokens"] <= max(args.block_sizes):
         raise SystemExit(f"bench.py: {data_dir} has {meta['train_tokens']} train tokens, not more than block "
                          f"{max(args.block_sizes)}; lower --block_sizes or prepare a larger corpus")
@@ -137,7 +135,7 @@ def load_corpus(args: argparse.Namespace) -> Corpus:
         path = os.path.join(data_dir, f"vocab_{args.shrunk_vocab}.pt")
         if not os.path.isfile(path):
             raise SystemExit(f"bench.py: {path} not found; {hint}, or pass --shrunk_vocab=0")
-        remap = torch.load(path, weights_only=True)
+        remap = load_remap(path, hint)
         full_to_shrunk = remap["full_to_shrunk"].to(args.device)
         shrunk = TokenSpace(remap, args.device)
     return Corpus(data_dir, meta, TokenSpace(meta, args.device), shrunk, full_to_shrunk, remap)

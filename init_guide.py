@@ -219,8 +219,7 @@ def main(argv: list[str]) -> dict:
     meta, tokenizer = None, None
     if cfg['dataset'] is not None:
         data_dir = os.path.join(cfg['data_root'], cfg['dataset'])
-        meta = load_meta(data_dir, f"run prepare.py --out_dir={data_dir} with the teacher's tokenizer, or fix "
-                                   f"--dataset / --data_root")
+        meta = load_meta(data_dir, f"run: python prepare.py --out_dir={data_dir} --tokenizer=<the teacher's>")
     teacher, teacher_meta, tokenizer = load_teacher(cfg['teacher'])
     if meta is not None:
         problem = tokenizer_mismatch(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",

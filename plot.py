@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 from configurator import configure  # noqa: E402
+from prepare import first_line  # noqa: E402
 
 DEFAULTS = dict(
     out=None,  # None: <out_dir>/metrics.png
@@ -65,7 +66,10 @@ def tokens_per_iter(out_dir: str) -> int:
     if not os.path.isfile(path):
         raise SystemExit(f"--x=tokens reads the run's settings from {path}, which is missing; use --x=iter")
     # mmap: only the few bytes of the settings are read, not the weights
-    config = torch.load(path, map_location="cpu", weights_only=True, mmap=True)["config"]
+    try:
+        config = torch.load(path, map_location="cpu", weights_only=True, mmap=True)["config"]
+    except Exception as e:  # half-written, not a torch file, or not a train.py checkpoint
+        raise SystemExit(f"cannot read the run's settings from {path} ({first_line(e)}); use --x=iter")
     return config["gradient_accumulation_steps"] * config["batch_size"] * config["block_size"]
 
 

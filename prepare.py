@@ -587,11 +587,11 @@ def load_meta(data_dir: str, hint: str) -> dict:
         with open(path) as f:
             meta = json.load(f)
     except (OSError, ValueError) as e:
-        raise SystemExit(f"{path} does not read as JSON ({first_line(e)}); prepare it again: {hint} --force")
+        raise SystemExit(f"{path} does not read as JSON ({first_line(e)}); {hint} --force")
     missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else ["every key"]
     if missing:
         raise SystemExit(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
-                         f"prepare it again: {hint} --force")
+                         f"{hint} --force")
     return meta
 
 
@@ -600,9 +600,9 @@ def load_remap(path: str, hint: str) -> dict:
     try:
         remap = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, not a torch file, or holding objects weights_only refuses
-        raise SystemExit(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; rebuild it: {hint}")
+        raise SystemExit(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; {hint}")
     if not isinstance(remap, dict) or any(k not in remap for k in REMAP_KEYS):
-        raise SystemExit(f"{path} is not a remapping file written by prepare.py --shrink_vocab; rebuild it: {hint}")
+        raise SystemExit(f"{path} is not a remapping file written by prepare.py --shrink_vocab; {hint}")
     return remap
 
 

@@ -187,7 +187,8 @@ if vocab_remapping_file is not None:
     if not os.path.isfile(vocab_remapping_file):
         fail(f"vocab_remapping_file '{vocab_remapping_file}' not found; "
              f"run: python prepare.py --dataset={dataset} --shrink_vocab=K")
-    remap = load_remap(vocab_remapping_file, f"python prepare.py --dataset={dataset} --shrink_vocab=K --force")
+    remap = load_remap(vocab_remapping_file,
+                       f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force")
     if remap['fingerprint'] != meta['fingerprint']:
         fail(f"{vocab_remapping_file} was made from another preparation than {data_dir}; "
              f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab={remap['shrunk_vocab_size']}")

@@ -208,6 +208,12 @@ def test_files_of_another_dataset_preparation_are_refused(data_root, trained, tm
     (other / 'meta.json').write_text(meta)
     result = train(tmp_path / 'data', trained, '--init_from=resume', '--max_iters=3', check=False)
     assert result.returncode != 0 and 'different preparation' in result.stderr
+    # a checkpoint in the shrunken vocabulary reads ids that only mean something in its own preparation
+    shrunk = load_checkpoint(str(trained / 'ckpt.pt'))
+    shrunk['state']['remapping'] = True
+    save_checkpoint(shrunk, str(tmp_path / 'shrunk.pt'))
+    result = train(tmp_path / 'data', tmp_path / 'new', f'--init_from={tmp_path / "shrunk.pt"}', check=False)
+    assert result.returncode != 0 and 'different preparation' in result.stderr
     result = train(tmp_path / 'data', tmp_path / 'new', f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt',
                    check=False)
     assert result.returncode != 0 and 'was made from another preparation' in result.stderr
