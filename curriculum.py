@@ -1,9 +1,151 @@
 """
-The vocabulary curriculum's machinery that outlives one optimizer: schedule operations rebuild the optimizer over a
-changed set of parameters, and its state must follow each parameter by name.
+The grow-as-you-go vocabulary curriculum: train in a shrunken vocabulary (rare tokens remapped on the fly to one RARE
+token), then grow, driven by a schedule of operations. train.py makes one Curriculum and calls `run` once per
+iteration; everything the schedule changes lives here.
+
+An operation is one function `op_<name>(cur, model, value, it) -> dict` and one line in OPERATIONS. It returns
+{'rebuild': True} when it changes which parameters exist or train (the optimizer is rebuilt, its state carried over by
+parameter name), and {'regather': f} when the vocabulary rows move (f moves AdamW's moments like the weights).
 """
+from dataclasses import dataclass, field
+from typing import Callable
+
 import torch
 
+from mlm import TokenSpace
+from model import Encoder, gather_vocab_rows
+
+
+# the operations ------------------------------------------------------------------------------------------------------
+
+def op_resize_vocabulary(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is shrunken."""
+    source_token_id, noise_std = value
+    source_token_id = cur.rare_token_id if source_token_id is None else source_token_id
+    shrunken = cur.shrunk_space is not None and model.config.vocab_size == cur.shrunk_space.size
+    mapping = cur.full_to_shrunk if shrunken else None
+    size = cur.full_space.size
+    model.resize_vocabulary(size, source_token_id, noise_std, full_to_shrunk=mapping)
+    # AdamW moments follow their rows like the weights; new rows start with zero moments
+    return dict(rebuild=True,
+                regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping, zero_new_rows=True))
+
+
+def op_set_embedding_finetune_mode(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    model.set_embedding_finetune_mode(value)
+    cur.state['finetune_mode'] = value
+    return dict(rebuild=True)
+
+
+def op_disable_vocab_remapping(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    cur.state['remapping'] = False
+    return {}
+
+
+def op_set_lr(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    cur.state['lr_base'] = float(value)
+    return {}
+
+
+def op_reset_lr_schedule(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    cur.state['lr_schedule_start'] = it
+    return {}
+
+
+def op_set_mask_rate(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    cur.state['mask_rate'] = float(value)
+    return {}
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# name: (function, check of the value, what the value must be)
+OPERATIONS = {
+    'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple)) and len(v) == 2
+                          and (v[0] is None or isinstance(v[0], int)) and _is_number(v[1]) and v[1] >= 0,
+                          '[source_token_id (None: RARE), noise_std]'),
+    'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool), 'True or False'),
+    'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True), 'None or True'),
+    'set_lr': (op_set_lr, lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
+    'reset_lr_schedule': (op_reset_lr_schedule, lambda v: v in (None, True), 'None or True'),
+    'set_mask_rate': (op_set_mask_rate, lambda v: _is_number(v) and 0 < v < 1, 'a rate in (0, 1)'),
+}
+TRIGGER_KEYS = ('at_iter', 'trigger_loss', 'max_wait_iters')
+
+
+# validation: every problem found before the first step ---------------------------------------------------------------
+
+def same_point(prev: dict, op: dict) -> bool:
+    """Whether op is guaranteed to fire at the same iteration as the operation before it."""
+    if 'at_iter' in op:
+        return op['at_iter'] == prev.get('at_iter')
+    return 'trigger_loss' not in op and op.get('max_wait_iters') == 0
+
+
+def _operation_problem(op, where: str) -> str | None:
+    """What is wrong with one operation on its own, or None."""
+    if not isinstance(op, dict) or 'name' not in op:
+        return f"{where} must be a dict with 'name', 'value' and a trigger"
+    where = f"{where} ({op['name']})"
+    if op['name'] not in OPERATIONS:
+        return f"{where}: unknown operation; known: {', '.join(OPERATIONS)}"
+    unknown = set(op) - {'name', 'value', *TRIGGER_KEYS}
+    if unknown:
+        return f"{where}: unknown keys {sorted(unknown)}; allowed: name, value, {', '.join(TRIGGER_KEYS)}"
+    _, check, expected = OPERATIONS[op['name']]
+    if not check(op.get('value')):
+        return f"{where}: value {op.get('value')!r} must be {expected}"
+    if not any(k in op for k in TRIGGER_KEYS):
+        return f"{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or max_wait_iters"
+    if 'at_iter' in op and ('trigger_loss' in op or 'max_wait_iters' in op):
+        return f"{where}: at_iter cannot be combined with trigger_loss or max_wait_iters"
+    for k in ('at_iter', 'max_wait_iters'):
+        if k in op and (not isinstance(op[k], int) or isinstance(op[k], bool) or op[k] < 0):
+            return f"{where}: {k} must be a non-negative integer"
+    if 'trigger_loss' in op and not _is_number(op['trigger_loss']):
+        return f"{where}: trigger_loss must be a number"
+    return None
+
+
+def validate_schedule(ops: list, remapping: bool) -> str | None:
+    """The first problem of the schedule, or None. Simulates which token space the data and the model
+    are in after every point at which operations fire: a step must never see ids beyond the model."""
+    if not isinstance(ops, list):
+        return "must be a list of operations"
+    model_space = data_space = 'shrunken' if remapping else 'full'
+    last_at = -1
+    for i, op in enumerate(ops):
+        problem = _operation_problem(op, f"operation {i}")
+        if problem:
+            return problem
+        name, where = op['name'], f"operation {i} ({op['name']})"
+        if 'at_iter' in op:
+            if op['at_iter'] < last_at:
+                return f"{where}: at_iter {op['at_iter']} comes before the previous operation's {last_at}"
+            last_at = op['at_iter']
+        if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
+            return (f"operation {i - 1} leaves the data in the {data_space} vocabulary but the model in the "
+                    f"{model_space} one; resize_vocabulary and disable_vocab_remapping must fire together "
+                    f"(same at_iter, or max_wait_iters=0 on the second)")
+        if name in ('resize_vocabulary', 'disable_vocab_remapping') and not remapping:
+            return f"{where} needs a shrunken vocabulary: set vocab_remapping_file"
+        if name == 'resize_vocabulary':
+            if model_space == 'full':
+                return f"{where}: the model already has the full vocabulary"
+            model_space = 'full'
+        if name == 'disable_vocab_remapping':
+            if data_space == 'full':
+                return f"{where}: remapping is already disabled"
+            data_space = 'full'
+    if model_space != data_space:
+        return (f"the schedule ends with the data in the {data_space} vocabulary but the model in the "
+                f"{model_space} one; add the missing resize_vocabulary or disable_vocab_remapping")
+    return None
+
+
+# the optimizer, rebuilt by parameter name ----------------------------------------------------------------------------
 
 def load_state_by_name(opt: torch.optim.Optimizer, named_state: dict) -> dict:
     """Give each parameter of `opt` the state of the same name in named_state (AdamW's moments and step); return
@@ -17,3 +159,111 @@ def load_state_by_name(opt: torch.optim.Optimizer, named_state: dict) -> dict:
     saved['state'] = {ids[name]: state for name, state in named_state.items() if name in ids}
     opt.load_state_dict(saved)
     return {name: state for name, state in named_state.items() if name not in ids}
+
+
+class ScheduleError(Exception):
+    """An operation failed while running; the run must stop (the last checkpoint is from before it)."""
+
+
+@dataclass
+class Fired:
+    """What one call of Curriculum.run did."""
+    records: list = field(default_factory=list)  # one per operation, as logged
+    optimizer: torch.optim.Optimizer | None = None  # the rebuilt optimizer, when the trainable parameters changed
+    space_changed: bool = False  # the data or the model is in another token space: old losses do not compare
+
+
+class Curriculum:
+    """The token spaces, the schedule and the state it changes, and the optimizer state of frozen parameters."""
+
+    def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
+                 learning_rate: float, mask_rate: float, device):
+        self.schedule = schedule
+        self.full_space = TokenSpace(meta, device)
+        self.shrunk_space = TokenSpace(remap, device) if remap is not None else None
+        self.full_to_shrunk = remap['full_to_shrunk'].to(device) if remap is not None else None
+        self.rare_token_id = rare_token_id
+        self.parked = {}  # AdamW state of parameters frozen by an operation, kept until they train again
+        self.state = dict(  # checkpointed with the run
+            remapping=remap is not None,
+            finetune_mode=False,
+            lr_base=learning_rate,
+            lr_schedule_start=0,  # reset_lr_schedule restarts warmup/decay here
+            mask_rate=mask_rate,
+            executed_ops=[],  # one record per executed operation
+            last_op_iter=0,
+            last_eval_iter=-1,
+            last_val_loss=float('inf'),
+            skipped_steps=0,
+        )
+
+    def space(self) -> tuple[torch.Tensor | None, TokenSpace]:
+        """The remapping (full id -> shrunken id, None when off) and the token space the data is in now."""
+        if self.state['remapping']:
+            return self.full_to_shrunk, self.shrunk_space
+        return None, self.full_space
+
+    def build_optimizer(self, make: Callable[[], torch.optim.Optimizer], carried: dict) -> torch.optim.Optimizer:
+        """make() over the trainable parameters; entries of `carried` go to the parameters of the same name and
+        the rest are parked."""
+        opt = make()
+        self.parked = load_state_by_name(opt, carried)
+        return opt
+
+    def state_by_name(self, model: Encoder, opt: torch.optim.Optimizer) -> dict:
+        """The optimizer's per-parameter state keyed by parameter name, plus the parked entries."""
+        by_name = dict(self.parked)
+        for name, p in model.named_parameters():
+            if p in opt.state:
+                by_name[name] = opt.state[p]
+        return by_name
+
+    def due(self, it: int) -> list:
+        """(index, trigger) of the operations that fire now, in order; each waits for the one before."""
+        fired, last_op_iter = [], self.state['last_op_iter']
+        for i in range(len(self.state['executed_ops']), len(self.schedule)):
+            op = self.schedule[i]
+            if 'at_iter' in op:
+                trigger = 'at_iter' if it >= op['at_iter'] else None
+            elif ('trigger_loss' in op and self.state['last_eval_iter'] == it
+                  and self.state['last_val_loss'] < op['trigger_loss']):
+                trigger = 'trigger_loss'
+            elif 'max_wait_iters' in op and it - last_op_iter >= op['max_wait_iters']:
+                trigger = 'max_wait_iters'
+            else:
+                trigger = None
+            if trigger is None:
+                break
+            fired.append((i, trigger))
+            last_op_iter = it
+        return fired
+
+    def run(self, it: int, model: Encoder, opt: torch.optim.Optimizer,
+            make: Callable[[], torch.optim.Optimizer]) -> Fired | None:
+        """Run the operations due at iteration it on model; None when none is. Seed torch first: resize noise."""
+        due = self.due(it)
+        if not due:
+            return None
+        carried = self.state_by_name(model, opt)
+        rebuild = False
+        space_before = (self.state['remapping'], model.config.vocab_size)
+        fired = Fired()
+        for i, trigger in due:
+            op = self.schedule[i]
+            try:
+                result = OPERATIONS[op['name']][0](self, model, op.get('value'), it)
+            except Exception as e:  # never retried: the run stops
+                raise ScheduleError(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}")
+            if 'regather' in result:
+                for name in model.vocab_parameter_names():
+                    if name in carried:
+                        carried[name] = {k: result['regather'](v) if v.dim() else v for k, v in carried[name].items()}
+            rebuild |= result.get('rebuild', False)
+            record = dict(iter=it, op=op['name'], value=op.get('value'), trigger=trigger)
+            self.state['executed_ops'].append(record)
+            self.state['last_op_iter'] = it
+            fired.records.append(record)
+        if rebuild:
+            fired.optimizer = self.build_optimizer(make, carried)
+        fired.space_changed = (self.state['remapping'], model.config.vocab_size) != space_before
+        return fired

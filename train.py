@@ -22,9 +22,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
-from curriculum import load_state_by_name
-from mlm import TokenSpace, get_windows, mask_tokens, micro_batch_loss, prediction_capacity, seed_for
-from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, gather_vocab_rows, hf_folder
+from curriculum import Curriculum, ScheduleError, validate_schedule
+from mlm import get_windows, mask_tokens, micro_batch_loss, prediction_capacity, seed_for
+from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, hf_folder
 from prepare import data_tokenizer, folder_tokenizer, load_meta, load_remap, tokenizer_mismatch
 
 # -----------------------------------------------------------------------------
@@ -198,160 +198,27 @@ if vocab_remapping_file is not None:
     RARE_TOKEN_ID = remap['rare_id'] if RARE_TOKEN_ID is None else RARE_TOKEN_ID
     if RARE_TOKEN_ID != remap['rare_id']:
         fail(f"RARE_TOKEN_ID={RARE_TOKEN_ID} but the remapping file's RARE slot is {remap['rare_id']}")
-    full_to_shrunk = remap['full_to_shrunk'].to(device)
 elif shrunken_vocab_size is not None:
     fail("shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)")
 
 
-full_space = TokenSpace(meta, device)
-shrunk_space = TokenSpace(remap, device) if remap is not None else None
+_problem = validate_schedule(schedule, remapping=remap is not None)
+if _problem:
+    fail(f"schedule: {_problem}")
+# the schedule, the token spaces and the training state that changes during the run (checkpointed)
+curriculum = Curriculum(schedule, meta, remap, RARE_TOKEN_ID, learning_rate, mask_rate, device)
+state = curriculum.state
+eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
 
 def make_batch(split: str, rate: float, *key: int):
     """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key)."""
     gen = torch.Generator().manual_seed(seed_for(seed, *key))
     x = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device)
-    mapping, space = (full_to_shrunk, shrunk_space) if state['remapping'] else (None, full_space)
+    mapping, space = curriculum.space()
     dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
     return mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen, mapping)
 
-
-# training state that changes during the run (checkpointed) ------------------------
-state = dict(
-    remapping=remap is not None,
-    finetune_mode=False,
-    lr_base=learning_rate,
-    lr_schedule_start=0,  # reset_lr_schedule restarts warmup/decay here
-    mask_rate=mask_rate,
-    executed_ops=[],  # one record per executed schedule operation
-    last_op_iter=0,
-    last_eval_iter=-1,
-    last_val_loss=float('inf'),
-    skipped_steps=0,
-)
-eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
-
-# grow-as-you-go schedule: one function per operation, in one registry --------------
-def op_resize_vocabulary(value) -> dict:
-    """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is shrunken."""
-    source_token_id, noise_std = value
-    source_token_id = RARE_TOKEN_ID if source_token_id is None else source_token_id
-    shrunken = remap is not None and raw_model.config.vocab_size == shrunk_space.size
-    mapping = full_to_shrunk if shrunken else None
-    raw_model.resize_vocabulary(meta['vocab_size'], source_token_id, noise_std, full_to_shrunk=mapping)
-    # AdamW moments follow their rows like the weights; new rows start with zero moments
-    return dict(rebuild=True,
-                regather=lambda t: gather_vocab_rows(t, meta['vocab_size'], source_token_id, mapping, zero_new_rows=True))
-
-
-def op_set_embedding_finetune_mode(value) -> dict:
-    raw_model.set_embedding_finetune_mode(value)
-    state['finetune_mode'] = value
-    return dict(rebuild=True)
-
-
-def op_disable_vocab_remapping(value) -> dict:
-    state['remapping'] = False
-    return {}
-
-
-def op_set_lr(value) -> dict:
-    state['lr_base'] = float(value)
-    return {}
-
-
-def op_reset_lr_schedule(value) -> dict:
-    state['lr_schedule_start'] = iter_num
-    return {}
-
-
-def op_set_mask_rate(value) -> dict:
-    state['mask_rate'] = float(value)
-    return {}
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-# name: (function, check of the value, what the value must be)
-OPERATIONS = {
-    'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple)) and len(v) == 2
-                          and (v[0] is None or isinstance(v[0], int)) and _is_number(v[1]) and v[1] >= 0,
-                          '[source_token_id (None: RARE), noise_std]'),
-    'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool), 'True or False'),
-    'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True), 'None or True'),
-    'set_lr': (op_set_lr, lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
-    'reset_lr_schedule': (op_reset_lr_schedule, lambda v: v in (None, True), 'None or True'),
-    'set_mask_rate': (op_set_mask_rate, lambda v: _is_number(v) and 0 < v < 1, 'a rate in (0, 1)'),
-}
-TRIGGER_KEYS = ('at_iter', 'trigger_loss', 'max_wait_iters')
-
-
-def same_point(prev: dict, op: dict) -> bool:
-    """Whether op is guaranteed to fire at the same iteration as the operation before it."""
-    if 'at_iter' in op:
-        return op['at_iter'] == prev.get('at_iter')
-    return 'trigger_loss' not in op and op.get('max_wait_iters') == 0
-
-
-def validate_schedule(ops: list, remapping: bool) -> str | None:
-    """The first problem of the schedule, or None. Simulates which token space the data and the model
-    are in after every point at which operations fire: a step must never see ids beyond the model."""
-    if not isinstance(ops, list):
-        return "must be a list of operations"
-    model_space = data_space = 'shrunken' if remapping else 'full'
-    last_at = -1
-    for i, op in enumerate(ops):
-        where = f"operation {i}"
-        if not isinstance(op, dict) or 'name' not in op:
-            return f"{where} must be a dict with 'name', 'value' and a trigger"
-        name = op['name']
-        where = f"operation {i} ({name})"
-        if name not in OPERATIONS:
-            return f"{where}: unknown operation; known: {', '.join(OPERATIONS)}"
-        unknown = set(op) - {'name', 'value', *TRIGGER_KEYS}
-        if unknown:
-            return f"{where}: unknown keys {sorted(unknown)}; allowed: name, value, {', '.join(TRIGGER_KEYS)}"
-        _, check, expected = OPERATIONS[name]
-        if not check(op.get('value')):
-            return f"{where}: value {op.get('value')!r} must be {expected}"
-        if not any(k in op for k in TRIGGER_KEYS):
-            return f"{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or max_wait_iters"
-        if 'at_iter' in op and ('trigger_loss' in op or 'max_wait_iters' in op):
-            return f"{where}: at_iter cannot be combined with trigger_loss or max_wait_iters"
-        for k in ('at_iter', 'max_wait_iters'):
-            if k in op and (not isinstance(op[k], int) or isinstance(op[k], bool) or op[k] < 0):
-                return f"{where}: {k} must be a non-negative integer"
-        if 'trigger_loss' in op and not _is_number(op['trigger_loss']):
-            return f"{where}: trigger_loss must be a number"
-        if 'at_iter' in op:
-            if op['at_iter'] < last_at:
-                return f"{where}: at_iter {op['at_iter']} comes before the previous operation's {last_at}"
-            last_at = op['at_iter']
-        if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
-            return (f"operation {i - 1} leaves the data in the {data_space} vocabulary but the model in the "
-                    f"{model_space} one; resize_vocabulary and disable_vocab_remapping must fire together "
-                    f"(same at_iter, or max_wait_iters=0 on the second)")
-        if name in ('resize_vocabulary', 'disable_vocab_remapping') and not remapping:
-            return f"{where} needs a shrunken vocabulary: set vocab_remapping_file"
-        if name == 'resize_vocabulary':
-            if model_space == 'full':
-                return f"{where}: the model already has the full vocabulary"
-            model_space = 'full'
-        if name == 'disable_vocab_remapping':
-            if data_space == 'full':
-                return f"{where}: remapping is already disabled"
-            data_space = 'full'
-    if model_space != data_space:
-        return (f"the schedule ends with the data in the {data_space} vocabulary but the model in the "
-                f"{model_space} one; add the missing resize_vocabulary or disable_vocab_remapping")
-    return None
-
-
-_problem = validate_schedule(schedule, remapping=remap is not None)
-if _problem:
-    fail(f"schedule: {_problem}")
 
 # model ---------------------------------------------------------------------------
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
@@ -385,7 +252,7 @@ if init_from != 'resume' and not overwrite and not eval_only:
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 data_desc = f"the data in {data_dir}"
 if init_from == 'scratch':
-    model = Encoder(model_config_from_globals(shrunk_space.size if remap is not None else meta['vocab_size']))
+    model = Encoder(model_config_from_globals(curriculum.space()[1].size))
 elif init_from.startswith('hf:'):
     _folder = hf_folder(init_from[3:])
     _problem = tokenizer_mismatch(folder_tokenizer(_folder), data_tokenizer(meta), f"the model {init_from[3:]}",
@@ -418,7 +285,7 @@ else:
         wandb_run_id = checkpoint.get('wandb_run_id')
 if state['remapping'] and remap is None:
     fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
-active_vocab_size = shrunk_space.size if state['remapping'] else meta['vocab_size']
+active_vocab_size = curriculum.space()[1].size
 if model.config.vocab_size != active_vocab_size:
     fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's ({active_vocab_size}); "
          f"prepare the data with the model's tokenizer")
@@ -444,26 +311,8 @@ scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
 
 
 # optimizer: rebuilt by parameter name after operations, its state carried over -------------
-parked_state = {}  # AdamW state of parameters frozen by an operation, kept until they train again
-
-
-def optimizer_state_by_name() -> dict:
-    """The optimizer's per-parameter state keyed by parameter name, plus the parked entries."""
-    by_name = dict(parked_state)
-    for name, p in raw_model.named_parameters():
-        if p in optimizer.state:
-            by_name[name] = optimizer.state[p]
-    return by_name
-
-
-def build_optimizer(carried: dict) -> torch.optim.Optimizer:
-    """A fresh AdamW over the trainable parameters; entries of `carried` go to the parameters of the
-    same name (AdamW's step count included) and the rest are parked."""
-    opt = raw_model.configure_optimizers(weight_decay, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps)
-    parked = load_state_by_name(opt, carried)
-    parked_state.clear()
-    parked_state.update(parked)
-    return opt
+def make_optimizer() -> torch.optim.Optimizer:
+    return raw_model.configure_optimizers(weight_decay, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps)
 
 
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
@@ -478,10 +327,10 @@ def wrap(m: torch.nn.Module) -> torch.nn.Module:
     return m
 
 
-optimizer = build_optimizer({})
+optimizer = make_optimizer()
 if init_from == 'resume':
     optimizer.load_state_dict(checkpoint['optimizer'])
-    parked_state.update(checkpoint['parked_optimizer_state'])
+    curriculum.parked = checkpoint['parked_optimizer_state']
     scaler.load_state_dict(checkpoint['scaler'])
 checkpoint = None  # free memory
 model = wrap(raw_model)
@@ -536,7 +385,7 @@ def evaluate() -> dict:
 # checkpoints, metrics, wandb (rank 0) -------------------------------------------------------
 def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=asdict(raw_model.config), optimizer=optimizer.state_dict(),
-                parked_optimizer_state=parked_state, scaler=scaler.state_dict(), iter_num=it,
+                parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(), iter_num=it,
                 best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
                 tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id)
 
@@ -573,71 +422,6 @@ if master:
         import wandb
         wandb_run_id = wandb.init(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode,
                                   id=wandb_run_id, resume='allow').id
-
-
-# scheduled operations ------------------------------------------------------------------------
-def due_operations(it: int) -> list:
-    """(index, trigger) of the operations that fire now, in order; each waits for the one before."""
-    fired, last_op_iter = [], state['last_op_iter']
-    for i in range(len(state['executed_ops']), len(schedule)):
-        op = schedule[i]
-        if 'at_iter' in op:
-            trigger = 'at_iter' if it >= op['at_iter'] else None
-        elif 'trigger_loss' in op and state['last_eval_iter'] == it and state['last_val_loss'] < op['trigger_loss']:
-            trigger = 'trigger_loss'
-        elif 'max_wait_iters' in op and it - last_op_iter >= op['max_wait_iters']:
-            trigger = 'max_wait_iters'
-        else:
-            trigger = None
-        if trigger is None:
-            break
-        fired.append((i, trigger))
-        last_op_iter = it
-    return fired
-
-
-def run_operations(it: int) -> None:
-    global optimizer, model, trainable, best_val_loss
-    due = due_operations(it)
-    if not due:
-        return
-    carried = optimizer_state_by_name()
-    rebuild = False
-    space_before = (state['remapping'], raw_model.config.vocab_size)
-    torch.manual_seed(seed_for(seed, 3, it))  # the same resize noise on every rank
-    for i, trigger in due:
-        op = schedule[i]
-        function = OPERATIONS[op['name']][0]
-        try:
-            result = function(op.get('value'))
-        except Exception as e:  # never retried: the run stops, the last checkpoint is from before it
-            fail(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}; "
-                 f"{ckpt_path} holds the state from before it")
-        if 'regather' in result:
-            for name in raw_model.vocab_parameter_names():
-                if name in carried:
-                    carried[name] = {k: result['regather'](v) if v.dim() else v for k, v in carried[name].items()}
-        rebuild |= result.get('rebuild', False)
-        record = dict(iter=it, op=op['name'], value=op.get('value'), trigger=trigger)
-        state['executed_ops'].append(record)
-        state['last_op_iter'] = it
-        log_metrics(record)
-        if master:
-            print(f"iter {it}: operation {op['name']}({op.get('value')!r}) fired by {trigger}")
-    if rebuild:
-        optimizer = build_optimizer(carried)
-        model = wrap(raw_model)
-        trainable = [p for p in raw_model.parameters() if p.requires_grad]
-    if (state['remapping'], raw_model.config.vocab_size) != space_before:
-        # evaluate in the new token space at once, so the curve shows the jump the resize causes
-        metrics = evaluate()
-        log_metrics(dict(iter=it, after_op=True, **metrics))
-        # losses of another token space do not compare (a shrunken one's are lower by construction)
-        best_val_loss = metrics['val_loss']
-        if master:
-            print(f"iter {it}: after the operations, val loss {metrics['val_loss']:.4f}")
-    if not eval_only:
-        save(it)
 
 
 # stop cleanly on SIGTERM / SIGINT: finish the step, save, exit ---------------------------------
@@ -680,7 +464,29 @@ while True:
                 save(iter_num)
     if iter_num >= max_iters or eval_only:
         break
-    run_operations(iter_num)
+    torch.manual_seed(seed_for(seed, 3, iter_num))  # the same resize noise on every rank
+    try:
+        fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer)
+    except ScheduleError as e:
+        fail(f"{e}; {ckpt_path} holds the state from before it")
+    if fired:
+        for record in fired.records:
+            log_metrics(record)
+            if master:
+                print(f"iter {iter_num}: operation {record['op']}({record['value']!r}) fired by {record['trigger']}")
+        if fired.optimizer is not None:  # the trainable parameters changed: a new optimizer and a new graph
+            optimizer, model = fired.optimizer, wrap(raw_model)
+            trainable = [p for p in raw_model.parameters() if p.requires_grad]
+        if fired.space_changed:
+            # evaluate in the new token space at once, so the curve shows the jump the resize causes; losses of
+            # another token space do not compare (a shrunken one's are lower by construction)
+            metrics = evaluate()
+            log_metrics(dict(iter=iter_num, after_op=True, **metrics))
+            best_val_loss = metrics['val_loss']
+            if master:
+                print(f"iter {iter_num}: after the operations, val loss {metrics['val_loss']:.4f}")
+        if not eval_only:
+            save(iter_num)
     # dropout is seeded from (seed, iteration, rank), after the operations: a resumed run draws the same numbers
     torch.manual_seed(seed_for(seed, 2, iter_num, rank))
     lr = get_lr(iter_num)
