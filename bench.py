@@ -32,7 +32,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
-from model import Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
+from model import IGNORE_INDEX, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 from prepare import load_meta, load_remap
 
 SHAPES = {
@@ -338,7 +338,7 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace
                 v.op_seconds, v.top_other = op_seconds(prof, args.device)
             elif r >= args.warmup:
                 v.seconds.append(timed(step, args.device)[0])
-                v.predicted.append(int((y != -100).sum()))
+                v.predicted.append(int((y != IGNORE_INDEX).sum()))
             else:
                 before = graph_counts()
                 dt = timed(step, args.device)[0]

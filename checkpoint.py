@@ -11,7 +11,7 @@ import tempfile
 import torch
 
 from model import Encoder, EncoderConfig
-from prepare import first_line
+from prepare import data_tokenizer, first_line, require_same_tokenizer
 
 TMP_SUFFIX = '.tmp'
 
@@ -42,6 +42,18 @@ def save_checkpoint(obj: dict, path: str) -> None:
         os.close(dir_fd)
 
 
+def keep_last(path: str, it: int, keep: int) -> None:
+    """Hard-link the checkpoint at path as ckpt_<it>.pt beside it and delete all but the last `keep` such links."""
+    folder = os.path.dirname(os.path.abspath(path))
+    kept = os.path.join(folder, f'ckpt_{it:07d}.pt')
+    if os.path.exists(kept + '.new'):  # left by a crash between the link and the rename
+        os.remove(kept + '.new')
+    os.link(path, kept + '.new')
+    os.replace(kept + '.new', kept)
+    for old in sorted(f for f in os.listdir(folder) if f.startswith('ckpt_'))[:-keep]:
+        os.remove(os.path.join(folder, old))
+
+
 def load_checkpoint(path: str) -> dict:
     """Load a checkpoint written by save_checkpoint onto the CPU (weights_only: no code runs); SystemExit with one
     line when the file is not one (half-written, truncated, a bare tensor, another program's file)."""
@@ -65,3 +77,24 @@ def checkpoint_encoder(ckpt: dict) -> Encoder:
         raise SystemExit(f"the checkpoint's model_args and weights do not make a model ({first_line(e)}); it was "
                          f"written by another version of nanoBERT or edited")
     return model
+
+
+def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str) -> dict:
+    """The checkpoint a train.py run starts from (init_from=<path>) or resumes, checked against the run: the tokenizer
+    of its data, its architecture and, on resume or in the shrunken vocabulary (whose ids only mean something in the
+    preparation they were remapped from), the same preparation of the data. SystemExit with one line otherwise."""
+    if not os.path.isfile(path):
+        raise SystemExit(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if resume else ""))
+    ckpt = load_checkpoint(path)
+    if resume and 'state' not in ckpt:
+        raise SystemExit(f"{path} is not a train.py checkpoint (a GUIDE student?); start from it with "
+                         f"--init_from={path} and another out_dir")
+    require_same_tokenizer(ckpt.get('tokenizer'), data_tokenizer(meta), path, f"the data ({meta['dataset']})")
+    if ckpt['model_args']['arch'] != arch:
+        raise SystemExit(f"{path} holds a {ckpt['model_args']['arch']} model but arch='{arch}'; pass --arch="
+                         f"{ckpt['model_args']['arch']}")
+    same_data = ckpt.get('dataset_meta', {}).get('fingerprint') == meta['fingerprint']
+    if (resume or ckpt.get('state', {}).get('remapping')) and not same_data:
+        raise SystemExit(f"{path} was trained on a different preparation of {meta['dataset']}; use the same data "
+                         f"or a new out_dir")
+    return ckpt

@@ -23,7 +23,7 @@ import sys
 
 from checkpoint import checkpoint_encoder, load_checkpoint
 from configurator import configure
-from model import Encoder, EncoderConfig, load_safetensors_folder
+from model import Encoder
 from prepare import load_remap, recorded_hf_tokenizer
 
 DEFAULTS = dict(
@@ -32,14 +32,6 @@ DEFAULTS = dict(
     out=None,  # None: hf/ next to the checkpoint
     overwrite=False,  # replace an existing, non-empty output folder
 )
-NEOBERT_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'hf_neobert', 'modeling_neobert.py')
-NEOBERT_CLASSES = {'AutoConfig': 'NeoBERTConfig', 'AutoModel': 'NeoBERT', 'AutoModelForMaskedLM': 'NeoBERTLMHead'}
-# EncoderConfig field -> NeoBERTConfig key, where they differ
-NEOBERT_KEYS = dict(max_position_embeddings='max_length', global_rope_theta='rope_theta',
-                    initializer_range='embedding_init_range')
-NEOBERT_SHARED = ('vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads', 'intermediate_size',
-                  'norm_eps', 'attention_bias', 'mlp_bias', 'decoder_bias', 'embedding_dropout', 'attention_dropout',
-                  'mlp_dropout', 'pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')
 
 
 # checkpoints -----------------------------------------------------------------------------------------------------
@@ -76,67 +68,6 @@ def full_vocabulary_model(ckpt: dict) -> Encoder:
 
 # tokenizers ------------------------------------------------------------------------------------------------------
 
-# models ----------------------------------------------------------------------------------------------------------
-
-def neobert_config_to_hf(config: EncoderConfig) -> dict:
-    """config.json of a NeoBERT export: the official NeoBERTConfig keys plus what our NeoBERT can vary."""
-    if config.global_attn_every_n_layers != 1:
-        raise SystemExit(f"global_attn_every_n_layers={config.global_attn_every_n_layers}: the NeoBERT export "
-                         f"supports global attention in every layer (NeoBERT's) only")
-    return {
-        "architectures": [NEOBERT_CLASSES['AutoModelForMaskedLM']], "model_type": "neobert",
-        "auto_map": {auto: f"modeling_neobert.{cls}" for auto, cls in NEOBERT_CLASSES.items()},
-        **{k: getattr(config, k) for k in NEOBERT_SHARED},
-        **{hf: getattr(config, ours) for ours, hf in NEOBERT_KEYS.items()},
-        "decoder_init_range": config.initializer_range, "dtype": "float32",
-    }
-
-
-def neobert_config_from_hf(hf: dict) -> EncoderConfig:
-    """EncoderConfig of a NeoBERT config.json (ours, or the official one: absent keys take NeoBERT's values)."""
-    kw = {k: hf[k] for k in NEOBERT_SHARED if k in hf}
-    kw |= {ours: hf[key] for ours, key in NEOBERT_KEYS.items() if key in hf}
-    return EncoderConfig(arch="neobert", global_attn_every_n_layers=1, tie_word_embeddings=False, **kw)
-
-
-def save_model(model: Encoder, folder: str) -> None:
-    """config.json + model.safetensors (+ the NeoBERT modeling file) of the model, in float32."""
-    if model.config.arch == "modernbert":
-        model.save_pretrained(folder)
-        return
-    from safetensors.torch import save_file
-    hf_config = neobert_config_to_hf(model.config)
-    # clone: a tied decoder is written as its own copy (safetensors stores no shared tensors)
-    state = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
-    os.makedirs(folder, exist_ok=True)
-    save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(hf_config, f, indent=2)
-    shutil.copy(NEOBERT_TEMPLATE, folder)
-
-
-def load_folder(folder: str) -> Encoder:
-    """Our Encoder from a folder export_hf.py wrote (ModernBERT or NeoBERT)."""
-    path = os.path.join(folder, "config.json")
-    if not os.path.isfile(path):
-        raise SystemExit(f"{folder} has no config.json: give a folder written by export_hf.py")
-    with open(path) as f:
-        hf = json.load(f)
-    if hf.get("model_type") == "modernbert":
-        return Encoder.from_pretrained(folder)
-    if hf.get("model_type") != "neobert":
-        raise SystemExit(f"{path}: model_type {hf.get('model_type')!r} is neither 'modernbert' nor 'neobert'")
-    from transformers import AutoConfig
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-    from hf_neobert.modeling_neobert import NeoBERTConfig
-    if "neobert" not in CONFIG_MAPPING:
-        # AutoTokenizer reads config.json: with the class known here it does not ask to trust the folder's copy
-        AutoConfig.register("neobert", NeoBERTConfig)
-    model = Encoder(neobert_config_from_hf(hf))
-    model.load_state_dict(load_safetensors_folder(folder))
-    return model
-
-
 # export ----------------------------------------------------------------------------------------------------------
 
 def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
@@ -155,7 +86,7 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
     tmp = folder.rstrip(os.sep) + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        save_model(model, tmp)
+        model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         with open(os.path.join(tmp, "config.json")) as f:
             hf_config = json.load(f)

@@ -12,7 +12,8 @@ import torch
 
 from checkpoint import load_checkpoint
 from configurator import configure
-from export_hf import checkpoint_model, load_folder
+from export_hf import checkpoint_model
+from model import Encoder
 from prepare import Tokenizer, folder_tokenizer, load_recorded_tokenizer, load_tokenizer
 
 DEFAULTS = dict(
@@ -38,7 +39,10 @@ class MaskFiller:
         if os.path.isdir(path):
             if folder_tokenizer(path) is None:  # checks the files against the fingerprint an export records
                 raise SystemExit(f"fill_mask.py: {path} has no tokenizer files; export the model with export_hf.py")
-            self.model, self.remap = load_folder(path), None
+            try:
+                self.model, self.remap = Encoder.from_pretrained(path), None
+            except (OSError, ValueError) as e:  # no config.json, another model type, missing weights
+                raise SystemExit(f"fill_mask.py: cannot load the model in {path} ({e})")
             self.tokenizer: Tokenizer = load_tokenizer(path)
         elif os.path.isfile(path):
             ckpt = load_checkpoint(path)

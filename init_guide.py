@@ -20,8 +20,9 @@ import torch.nn as nn
 
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
 from configurator import configure
-from model import Encoder, EncoderConfig, ModernBertLayer, hf_folder
-from prepare import data_tokenizer, folder_tokenizer, load_meta, tokenizer_mismatch
+from hf import hf_folder
+from model import Encoder, EncoderConfig, ModernBertLayer
+from prepare import data_tokenizer, folder_tokenizer, load_meta, require_same_tokenizer
 
 DEFAULTS = dict(
     teacher='answerdotai/ModernBERT-base',  # hub id, local ModernBertForMaskedLM folder, or a train.py ckpt.pt
@@ -222,10 +223,8 @@ def main(argv: list[str]) -> dict:
         meta = load_meta(data_dir, f"run: python prepare.py --out_dir={data_dir} --tokenizer=<the teacher's>")
     teacher, teacher_meta, tokenizer = load_teacher(cfg['teacher'])
     if meta is not None:
-        problem = tokenizer_mismatch(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",
-                                     f"the data in {data_dir}")
-        if problem:
-            fail(problem)
+        require_same_tokenizer(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",
+                               f"the data in {data_dir}")
         if meta['vocab_size'] != teacher.config.vocab_size:
             fail(f"the teacher's vocabulary ({teacher.config.vocab_size}) does not match the dataset's "
                  f"({meta['vocab_size']}): it was trained on a shrunken vocabulary; leave out --dataset and its "

@@ -9,6 +9,8 @@ import os
 import numpy as np
 import torch
 
+from model import IGNORE_INDEX
+
 
 def seed_for(*parts: int) -> int:
     """A 63-bit seed mixed from non-negative integers such as (seed, iteration, micro-batch)."""
@@ -43,18 +45,30 @@ def mask_tokens(x: torch.Tensor, space: TokenSpace, rate: float, mask_token_prob
                 gen: torch.Generator, full_to_shrunk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """MLM corruption. Each non-special token is selected with probability `rate`; a selected token becomes
     [MASK] with mask_token_prob, a random non-special token with random_token_prob, else stays.
-    Returns (inputs, labels) with labels -100 where nothing is predicted. With full_to_shrunk, x is first mapped
-    into the shrunken space (then `space`): labels are made after the lookup, so -100 never goes through it."""
+    Returns (inputs, labels) with labels IGNORE_INDEX (-100) where nothing is predicted. With full_to_shrunk, x is
+    first mapped into the shrunken space (then `space`): labels are made after the lookup, so -100 never goes
+    through it."""
     if full_to_shrunk is not None:
         x = full_to_shrunk[x]
     probs = torch.rand(x.shape, device=x.device, generator=gen)
     action = torch.rand(x.shape, device=x.device, generator=gen)
     random_ids = space.random_ids[torch.randint(len(space.random_ids), x.shape, device=x.device, generator=gen)]
     selected = (probs < rate) & ~space.special[x]
-    labels = torch.where(selected, x, -100)
+    labels = torch.where(selected, x, IGNORE_INDEX)
     inputs = torch.where(selected & (action < mask_token_prob), space.mask_token_id, x)
     use_random = selected & (action >= mask_token_prob) & (action < mask_token_prob + random_token_prob)
     return torch.where(use_random, random_ids, inputs), labels
+
+
+def prediction_counts(logits: torch.Tensor, loss: torch.Tensor, labels: torch.Tensor,
+                      rare_id: int | None) -> torch.Tensor:
+    """What an evaluation sums over batches (float64, to all-reduce): loss * predicted, correct, predicted, and the
+    same two on targets that are not RARE (every target when rare_id is None). logits are the sparse head's rows."""
+    target = labels[labels != IGNORE_INDEX]
+    hit = logits.argmax(-1) == target
+    core = target != rare_id if rare_id is not None else torch.ones_like(hit)
+    counts = (loss.detach() * len(target), hit.sum(), len(target), (hit & core).sum(), core.sum())
+    return torch.stack([torch.as_tensor(c, dtype=torch.float64, device=labels.device) for c in counts])
 
 
 def prediction_capacity(n_tokens: int, rate: float) -> int:

@@ -11,9 +11,7 @@ sparse MLM head: with labels only the predicted rows go through the head and dec
 """
 
 import dataclasses
-import json
 import math
-import os
 import warnings
 from dataclasses import dataclass
 
@@ -37,8 +35,6 @@ ARCH_DEFAULTS = {
 }
 SPECIAL_IDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
 ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "flex")
-# a Hugging Face folder has a tokenizer when it holds one of these
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
 
 
 @dataclass
@@ -450,6 +446,10 @@ class NeoBertModel(nn.Module):
     def tok_embeddings(self) -> nn.Embedding:
         return self.encoder
 
+    @property
+    def layers(self) -> nn.ModuleList:  # ModernBertModel's name for them, so callers need not ask which model
+        return self.transformer_encoder
+
     def forward(self, idx, ropes, masks):
         x = self.drop(self.encoder(idx))
         for layer in self.transformer_encoder:
@@ -493,104 +493,6 @@ def gather_vocab_rows(old: torch.Tensor, new_vocab_size: int, source_token_id: i
     if zero_new_rows:
         new[is_new.to(old.device)] = 0
     return new
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Hugging Face config conversion (ModernBERT)
-
-# fields whose name and meaning are the same in transformers' ModernBertConfig
-HF_SHARED_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                    "max_position_embeddings", "local_attention", "norm_eps", "norm_bias", "attention_bias",
-                    "mlp_bias", "classifier_bias", "decoder_bias", "tie_word_embeddings", *SPECIAL_IDS,
-                    "embedding_dropout", "attention_dropout", "mlp_dropout", "initializer_range",
-                    "initializer_cutoff_factor")
-
-
-def config_from_hf(hf: dict) -> EncoderConfig:
-    """EncoderConfig from a ModernBertConfig dict (config.json), transformers 4.48 style (global_rope_theta,
-    local_rope_theta, global_attn_every_n_layers) or 5.x style (rope_parameters, layer_types)."""
-    if hf.get("model_type") != "modernbert":
-        raise ValueError(f"model_type={hf.get('model_type')!r}: only ModernBERT (model_type 'modernbert') checkpoints "
-                         "can be loaded")
-    for name in ("hidden_activation", "classifier_activation"):
-        if hf.get(name, "gelu") != "gelu":
-            raise ValueError(f"{name}={hf[name]!r} is not supported: this ModernBERT uses exact GELU ('gelu')")
-    kw = {k: hf[k] for k in HF_SHARED_FIELDS if hf.get(k) is not None}
-    rope = hf.get("rope_parameters") or {}
-    for kind, old_key, field in (("full_attention", "global_rope_theta", "global_rope_theta"),
-                                 ("sliding_attention", "local_rope_theta", "local_rope_theta")):
-        params = rope.get(kind) or {}
-        if params.get("rope_type", "default") != "default":
-            raise ValueError(f"rope_type={params['rope_type']!r} for {kind} is not supported: only 'default' RoPE")
-        theta = params.get("rope_theta", hf.get(old_key))
-        if theta is not None:
-            kw[field] = float(theta)
-    layer_types = hf.get("layer_types")
-    if layer_types:
-        glob = [i for i, t in enumerate(layer_types) if t == "full_attention"]
-        n = glob[1] if len(glob) > 1 else len(layer_types)
-        if layer_types != ["full_attention" if i % n == 0 else "sliding_attention" for i in range(len(layer_types))]:
-            raise ValueError(f"layer_types {layer_types} is not a 'layer i is global when i % n == 0' pattern")
-        kw["global_attn_every_n_layers"] = n
-    elif hf.get("global_attn_every_n_layers") is not None:
-        kw["global_attn_every_n_layers"] = hf["global_attn_every_n_layers"]
-    return EncoderConfig(arch="modernbert", **kw)
-
-
-def config_to_hf(config: EncoderConfig, dtype: torch.dtype = torch.float32) -> dict:
-    """ModernBertConfig dict for config.json, readable by transformers 4.48 and 5.x (both key styles written)."""
-    if config.arch != "modernbert":
-        raise ValueError(f"arch={config.arch!r} has no transformers class yet: only ModernBERT exports to Hugging Face")
-    kinds = [config.layer_kind(i) for i in range(config.num_hidden_layers)]
-    return {
-        "architectures": ["ModernBertForMaskedLM"], "model_type": "modernbert",
-        **{k: getattr(config, k) for k in HF_SHARED_FIELDS},
-        "hidden_activation": "gelu", "classifier_activation": "gelu",
-        "bos_token_id": config.cls_token_id, "eos_token_id": config.sep_token_id,
-        "global_attn_every_n_layers": config.global_attn_every_n_layers,
-        "global_rope_theta": config.global_rope_theta, "local_rope_theta": config.local_rope_theta,
-        "layer_types": ["full_attention" if k == "global" else "sliding_attention" for k in kinds],
-        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": config.global_rope_theta},
-                            "sliding_attention": {"rope_type": "default", "rope_theta": config.local_rope_theta}},
-        "dtype": str(dtype).removeprefix("torch."),
-    }
-
-
-def hf_folder(name_or_path: str) -> str:
-    """A local folder as it is; a hub id downloaded (config, weights and tokenizer files) to the local cache."""
-    if os.path.isdir(name_or_path):
-        return name_or_path
-    from huggingface_hub import snapshot_download
-    return snapshot_download(name_or_path, allow_patterns=["config.json", "*.safetensors", "model.safetensors.index.json",
-                                                           "tokenizer*", "special_tokens_map.json", "vocab.*",
-                                                           "merges.txt"])
-
-
-def tokenizer_special_ids(folder: str) -> dict:
-    """pad/cls/sep/mask ids of the tokenizer saved in folder ({} when it has no tokenizer files)."""
-    if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
-        return {}
-    from transformers import AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(folder)
-    return {name: getattr(tok, name) for name in SPECIAL_IDS if getattr(tok, name) is not None}
-
-
-def load_safetensors_folder(folder: str) -> dict:
-    """All tensors of a folder's model.safetensors, or of the shards its index names."""
-    from safetensors.torch import load_file
-    index = os.path.join(folder, "model.safetensors.index.json")
-    if os.path.exists(index):
-        with open(index) as f:
-            files = sorted(set(json.load(f)["weight_map"].values()))
-    else:
-        files = ["model.safetensors"]
-    state = {}
-    for name in files:
-        path = os.path.join(folder, name)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} is missing: from_pretrained needs config.json and safetensors weights")
-        state.update(load_file(path))
-    return state
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -707,8 +609,7 @@ class Encoder(nn.Module):
         seq_len is the sequence length T (default max_position_embeddings)."""
         c = self.config
         T = seq_len or c.max_position_embeddings
-        layers = self.model.layers if c.arch == "modernbert" else self.model.transformer_encoder
-        n_body = sum(p.numel() for p in layers.parameters() if p.dim() >= 2)
+        n_body = sum(p.numel() for p in self.model.layers.parameters() if p.dim() >= 2)
         context = sum(T if c.layer_kind(i) == "global" else min(T, c.local_attention)
                       for i in range(c.num_hidden_layers))
         n_head = sum(p.numel() for p in self.head.parameters() if p.dim() >= 2) + self.decoder.weight.numel()
@@ -766,34 +667,15 @@ class Encoder(nn.Module):
         for name, p in self.named_parameters():
             p.requires_grad = not enabled or name in vocab
 
-    # ---- Hugging Face interop (ModernBERT)
+    # ---- Hugging Face folders (hf.py does the conversions)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "Encoder":
-        """Load a ModernBertForMaskedLM checkpoint: a local folder or a hub id (config.json + safetensors).
-        Special ids that config.json leaves out (ModernBERT-base has no mask_token_id) come from the folder's
-        tokenizer files when it has them, and stay unset otherwise."""
-        folder = hf_folder(name_or_path)
-        with open(os.path.join(folder, "config.json")) as f:
-            hf = json.load(f)
-        if any(hf.get(name) is None for name in SPECIAL_IDS):
-            hf = tokenizer_special_ids(folder) | {k: v for k, v in hf.items() if v is not None}
-        model = cls(config_from_hf(hf))
-        state = {k: v for k, v in load_safetensors_folder(folder).items() if not k.endswith("inv_freq")}
-        if model.config.tie_word_embeddings:  # tied checkpoints usually omit the decoder weight
-            state["decoder.weight"] = state["model.embeddings.tok_embeddings.weight"]
-        model.load_state_dict(state, strict=True)
-        return model
+        """A ModernBertForMaskedLM folder or hub id, or a NeoBERT folder export_hf.py wrote; see hf.load_pretrained."""
+        from hf import load_pretrained
+        return load_pretrained(name_or_path)
 
     def save_pretrained(self, folder: str) -> None:
-        """Write config.json + model.safetensors that transformers' AutoModelForMaskedLM loads (no remote code)."""
-        from safetensors.torch import save_file
-        dtype = self.decoder.weight.dtype
-        hf_config = config_to_hf(self.config, dtype)
-        state = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()}
-        if self.config.tie_word_embeddings:
-            del state["decoder.weight"]  # safetensors stores no shared tensors; transformers re-ties it
-        os.makedirs(folder, exist_ok=True)
-        save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
-        with open(os.path.join(folder, "config.json"), "w") as f:
-            json.dump(hf_config, f, indent=2)
+        """config.json + model.safetensors that transformers loads; see hf.save_pretrained."""
+        from hf import save_pretrained
+        save_pretrained(self, folder)

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from model import TOKENIZER_FILES
+from hf import TOKENIZER_FILES
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
 
@@ -261,19 +261,19 @@ def folder_tokenizer(folder: str) -> dict | None:
     return {"name": folder, "fingerprint": fingerprint}
 
 
-def tokenizer_mismatch(model: dict | None, data: dict, model_desc: str, data_desc: str) -> str | None:
-    """Why a model with tokenizer record `model` cannot read data tokenized as `data`; None when they agree.
+def require_same_tokenizer(model: dict | None, data: dict, model_desc: str, data_desc: str) -> None:
+    """Stop with one line unless a model with tokenizer record `model` can read data tokenized as `data`.
     Equal vocabulary sizes prove nothing: gpt2 and modernbert both have 50,368 ids that mean different tokens."""
     if model is None:
-        return (f"{model_desc} records no tokenizer, so nothing shows that its ids mean what those of {data_desc} "
-                f"({data['name']}) mean; give a model that carries its tokenizer (a Hugging Face folder with its "
-                f"tokenizer files, a train.py checkpoint, or an init_guide.py student made with --dataset)")
-    if model["fingerprint"] == data["fingerprint"]:
-        return None
-    return (f"{model_desc} uses the tokenizer {model['name']} (fingerprint {model['fingerprint'][:12]}) but "
-            f"{data_desc} is tokenized with {data['name']} (fingerprint {data['fingerprint'][:12]}): the same ids "
-            f"mean other tokens; prepare the data with the model's tokenizer: python prepare.py "
-            f"--tokenizer={model['name']}")
+        raise SystemExit(f"{model_desc} records no tokenizer, so nothing shows that its ids mean what those of "
+                         f"{data_desc} ({data['name']}) mean; give a model that carries its tokenizer (a Hugging "
+                         f"Face folder with its tokenizer files, a train.py checkpoint, or an init_guide.py student "
+                         f"made with --dataset)")
+    if model["fingerprint"] != data["fingerprint"]:
+        raise SystemExit(f"{model_desc} uses the tokenizer {model['name']} (fingerprint {model['fingerprint'][:12]}) "
+                         f"but {data_desc} is tokenized with {data['name']} (fingerprint "
+                         f"{data['fingerprint'][:12]}): the same ids mean other tokens; prepare the data with the "
+                         f"model's tokenizer: python prepare.py --tokenizer={model['name']}")
 
 
 def recorded_hf_tokenizer(record: dict | None, owner: str, model_max_length: int = 8192):
@@ -570,7 +570,7 @@ def write_vocab_files(out_dir: str, counts: np.ndarray, tok: Tokenizer, sizes: l
               f"coverage {remap['coverage']:.2%} of train tokens")
 
 
-# reading what prepare.py wrote -----------------------------------------------------------------------------------------
+# reading what prepare.py wrote ---------------------------------------------------------------------------------------
 
 META_KEYS = ("vocab_size", "dtype", "tokenizer", "tokenizer_fingerprint", "fingerprint", "train_tokens",
              "val_tokens", "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
@@ -592,6 +592,21 @@ def load_meta(data_dir: str, hint: str) -> dict:
     if missing:
         raise SystemExit(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
                          f"{hint} --force")
+    return meta
+
+
+def load_dataset(data_dir: str, block_size: int, hint: str) -> dict:
+    """meta.json of a prepared dataset after checking that train.bin and val.bin are whole and longer than one
+    block; SystemExit naming the problem and `hint` otherwise."""
+    meta = load_meta(data_dir, hint)
+    for split in ("train", "val"):
+        path = os.path.join(data_dir, f"{split}.bin")
+        size = meta[f"{split}_tokens"] * np.dtype(meta["dtype"]).itemsize
+        if not os.path.isfile(path) or os.path.getsize(path) != size:
+            raise SystemExit(f"{path} is missing or does not match meta.json; {hint} --force")
+        if meta[f"{split}_tokens"] <= block_size:
+            raise SystemExit(f"the {split} split has {meta[f'{split}_tokens']} tokens, not more than "
+                             f"block_size={block_size}")
     return meta
 
 

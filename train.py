@@ -12,20 +12,21 @@ import json
 import math
 import os
 import signal
+import threading
 import time
 from contextlib import nullcontext
 from dataclasses import asdict
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
+from checkpoint import checkpoint_encoder, keep_last, load_start_checkpoint, save_checkpoint
 from curriculum import Curriculum, ScheduleError, validate_schedule
-from mlm import get_windows, mask_tokens, micro_batch_loss, prediction_capacity, seed_for
-from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, hf_folder
-from prepare import data_tokenizer, folder_tokenizer, load_meta, load_remap, tokenizer_mismatch
+from mlm import get_windows, mask_tokens, micro_batch_loss, prediction_capacity, prediction_counts, seed_for
+from hf import hf_folder
+from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
+from prepare import data_tokenizer, folder_tokenizer, load_dataset, load_remap, require_same_tokenizer
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -95,7 +96,7 @@ inject_nonfinite_at = []  # iterations whose loss is made inf on rank 0 (tests t
 shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
 RARE_TOKEN_ID = None  # None: the file's rare_id
-schedule = []  # operations; see README "Grow-as-you-go vocabulary"
+schedule = []  # operations; see docs/curriculum.md
 # -----------------------------------------------------------------------------
 config_keys = [k for k, v in globals().items() if not k.startswith('_')
                and isinstance(v, (int, float, bool, str, list, dict, type(None)))]
@@ -110,16 +111,11 @@ def fail(message: str) -> None:
 
 
 # validate the configuration before touching any file -------------------------
-if lr_schedule not in ('wsd', 'cosine', 'constant'):
-    fail(f"lr_schedule='{lr_schedule}' is not one of 'wsd', 'cosine', 'constant'")
-if decay_shape not in ('linear', 'sqrt'):
-    fail(f"decay_shape='{decay_shape}' is not one of 'linear', 'sqrt'")
-if dtype not in ('float32', 'bfloat16', 'float16'):
-    fail(f"dtype='{dtype}' is not one of 'float32', 'bfloat16', 'float16'")
-if attn_implementation not in ATTN_IMPLEMENTATIONS:
-    fail(f"attn_implementation='{attn_implementation}' is not one of {', '.join(ATTN_IMPLEMENTATIONS)}")
-if wandb_mode not in ('online', 'offline', 'disabled'):
-    fail(f"wandb_mode='{wandb_mode}' is not one of 'online', 'offline', 'disabled'")
+for _name, _choices in (('lr_schedule', ('wsd', 'cosine', 'constant')), ('decay_shape', ('linear', 'sqrt')),
+                         ('dtype', ('float32', 'bfloat16', 'float16')), ('attn_implementation', ATTN_IMPLEMENTATIONS),
+                         ('wandb_mode', ('online', 'offline', 'disabled'))):
+    if globals()[_name] not in _choices:
+        fail(f"{_name}='{globals()[_name]}' is not one of {', '.join(_choices)}")
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
     fail("mask_rate and eval_mask_rate must be in (0, 1)")
 if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
@@ -171,14 +167,7 @@ def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
 # data ------------------------------------------------------------------------
 data_dir = os.path.join(data_root, dataset)
 prepare_hint = f"run: python prepare.py --dataset={dataset} --out_dir={data_dir}"
-meta = load_meta(data_dir, prepare_hint)  # these loaders stop with one line themselves
-for _split in ('train', 'val'):
-    _path = os.path.join(data_dir, f'{_split}.bin')
-    _expected = meta[f'{_split}_tokens'] * np.dtype(meta['dtype']).itemsize
-    if not os.path.isfile(_path) or os.path.getsize(_path) != _expected:
-        fail(f"{_path} is missing or does not match meta.json; {prepare_hint} --force")
-    if meta[f'{_split}_tokens'] <= block_size:
-        fail(f"the {_split} split has {meta[f'{_split}_tokens']} tokens, not more than block_size={block_size}")
+meta = load_dataset(data_dir, block_size, prepare_hint)  # stops with one line on a problem
 
 
 # vocabulary: the active token space is the shrunken one while remapping is on ----
@@ -222,21 +211,18 @@ def make_batch(split: str, rate: float, *key: int):
 
 # model ---------------------------------------------------------------------------
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
+MODEL_KEYS = ('arch', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads',
+              'max_position_embeddings', 'global_attn_every_n_layers', 'local_attention', 'global_rope_theta',
+              'local_rope_theta', 'attn_implementation')
 
 
 def model_config_from_globals(vocab_size: int) -> EncoderConfig:
-    dropouts = {k: dropout for k in ('embedding_dropout', 'attention_dropout', 'mlp_dropout')}
-    fields = dict(arch=arch, vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=intermediate_size,
-                  num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
-                  max_position_embeddings=max_position_embeddings,
-                  global_attn_every_n_layers=global_attn_every_n_layers, local_attention=local_attention,
-                  global_rope_theta=global_rope_theta, local_rope_theta=local_rope_theta,
-                  attn_implementation=attn_implementation, **dropouts)
     space = remap if remap is not None else meta
-    ids = {k: space[k] for k in ('pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')}
-    fields = {k: v for k, v in {**fields, **ids, **model_overrides}.items() if v is not None}
+    dropouts = {f'{part}_dropout': dropout for part in ('embedding', 'attention', 'mlp')}
+    fields = {k: globals()[k] for k in MODEL_KEYS} | dropouts
+    fields = {k: v for k, v in (fields | {k: space[k] for k in SPECIAL_IDS} | model_overrides).items() if v is not None}
     try:
-        return EncoderConfig(**fields)
+        return EncoderConfig(vocab_size=vocab_size, **fields)
     except (TypeError, ValueError) as e:
         fail(f"invalid model config: {e}")
 
@@ -250,34 +236,16 @@ if init_from != 'resume' and not overwrite and not eval_only:
             fail(f"{os.path.join(out_dir, _name)} exists; use --init_from=resume to continue that run, another "
                  f"--out_dir, or --overwrite=True to start over")
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
-data_desc = f"the data in {data_dir}"
 if init_from == 'scratch':
     model = Encoder(model_config_from_globals(curriculum.space()[1].size))
 elif init_from.startswith('hf:'):
     _folder = hf_folder(init_from[3:])
-    _problem = tokenizer_mismatch(folder_tokenizer(_folder), data_tokenizer(meta), f"the model {init_from[3:]}",
-                                  data_desc)
-    if _problem:
-        fail(_problem)
+    require_same_tokenizer(folder_tokenizer(_folder), data_tokenizer(meta), f"the model {init_from[3:]}",
+                           f"the data in {data_dir}")
     model = Encoder.from_pretrained(_folder)
 else:
     path = ckpt_path if init_from == 'resume' else init_from
-    if not os.path.isfile(path):
-        fail(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if init_from == 'resume' else ""))
-    checkpoint = load_checkpoint(path)
-    if init_from == 'resume' and 'state' not in checkpoint:
-        fail(f"{path} is not a train.py checkpoint (a GUIDE student?); start from it with --init_from={path} and "
-             f"another out_dir")
-    _problem = tokenizer_mismatch(checkpoint.get('tokenizer'), data_tokenizer(meta), path, data_desc)
-    if _problem:
-        fail(_problem)
-    if checkpoint['model_args']['arch'] != arch:
-        fail(f"{path} holds a {checkpoint['model_args']['arch']} model but arch='{arch}'; pass --arch="
-             f"{checkpoint['model_args']['arch']}")
-    # a checkpoint in the shrunken vocabulary reads ids that only mean something in the data it was remapped from
-    _same_data = checkpoint.get('dataset_meta', {}).get('fingerprint') == meta['fingerprint']
-    if (init_from == 'resume' or checkpoint.get('state', {}).get('remapping')) and not _same_data:
-        fail(f"{path} was trained on a different preparation of {dataset}; use the same data or a new out_dir")
+    checkpoint = load_start_checkpoint(path, init_from == 'resume', meta, arch)
     model = checkpoint_encoder(checkpoint)
     if init_from == 'resume':
         state.update(checkpoint['state'])
@@ -363,18 +331,13 @@ def evaluate() -> dict:
     net.eval()
     out = {}
     for split_id, split in enumerate(('train', 'val')):
-        sums = [0.0] * 5  # loss * n, correct, n, correct on non-RARE targets, non-RARE targets
-        for k in range(rank, eval_iters, world_size):
+        sums = torch.zeros(5, dtype=torch.float64, device=device)
+        for k in range(rank, eval_iters, world_size):  # the ranks share the fixed batches
             x, y = make_batch(split, eval_rate, 0, split_id, k)
             with autocast:
                 logits, loss = net(x, labels=y)
-            target = y[y != -100]
-            hit = logits.argmax(-1) == target
-            core = target != RARE_TOKEN_ID if state['remapping'] else torch.ones_like(hit)
-            batch = (loss.item() * len(target), hit.sum().item(), len(target), (hit & core).sum().item(), core.sum().item())
-            sums = [a + b for a, b in zip(sums, batch)]
-        sums = all_reduce(torch.tensor(sums, dtype=torch.float64, device=device))
-        loss_sum, correct, n, core_correct, core_n = sums.tolist()
+            sums += prediction_counts(logits, loss, y, RARE_TOKEN_ID if state['remapping'] else None)
+        loss_sum, correct, n, core_correct, core_n = all_reduce(sums).tolist()
         out[f'{split}_loss'], out[f'{split}_acc'] = loss_sum / n, correct / n
         if state['remapping']:
             out[f'{split}_core_acc'], out[f'{split}_rare_frac'] = core_correct / core_n, 1 - core_n / n
@@ -394,13 +357,7 @@ def save(it: int) -> None:
     if master:
         save_checkpoint(checkpoint_state(it), ckpt_path)
         if keep_last_checkpoints > 0:
-            kept = os.path.join(out_dir, f'ckpt_{it:07d}.pt')
-            if os.path.exists(kept + '.new'):  # left by a crash between the link and the rename
-                os.remove(kept + '.new')
-            os.link(ckpt_path, kept + '.new')
-            os.replace(kept + '.new', kept)
-            for old in sorted(f for f in os.listdir(out_dir) if f.startswith('ckpt_'))[:-keep_last_checkpoints]:
-                os.remove(os.path.join(out_dir, old))
+            keep_last(ckpt_path, it, keep_last_checkpoints)
     if ddp:
         dist.barrier()
 
@@ -425,16 +382,9 @@ if master:
 
 
 # stop cleanly on SIGTERM / SIGINT: finish the step, save, exit ---------------------------------
-stop_signal = None
-
-
-def request_stop(signum, frame) -> None:
-    global stop_signal
-    stop_signal = signum
-
-
-signal.signal(signal.SIGTERM, request_stop)
-signal.signal(signal.SIGINT, request_stop)
+stop_requested = threading.Event()
+signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.set())
+signal.signal(signal.SIGINT, lambda signum, frame: stop_requested.set())
 
 # training loop -------------------------------------------------------------------------------
 tokens_per_iter = gradient_accumulation_steps * batch_size * block_size
@@ -550,7 +500,7 @@ while True:
     iter_num += 1
     local_iter += 1
     # every rank must stop at the same iteration: under DDP they agree at log points, where the host waits anyway
-    stop = stop_signal is not None
+    stop = stop_requested.is_set()
     if ddp:
         stop = iter_num % log_interval == 0 and all_reduce(
             torch.tensor(float(stop), device=device), dist.ReduceOp.MAX).item() > 0

@@ -2,7 +2,7 @@
 # scaled to one 8-GPU node: 30% masking, AdamW (0.9, 0.98, eps 1e-6, decoupled wd 1e-5, none on 1-D params),
 # no gradient clipping, warmup-stable-decay at 8e-4 with 1-sqrt decay, block 1024.
 # Data: prepare with the ModernBERT tokenizer, e.g.
-#   python prepare.py --dataset=<corpus> --tokenizer=answerdotai/ModernBERT-base --out_dir=data/<corpus>_modernbert
+#   python prepare.py --dataset=<corpus> --tokenizer=modernbert --out_dir=data/<corpus>_modernbert
 # torchrun --standalone --nproc_per_node=8 train.py config/modernbert_base.py --dataset=<corpus>_modernbert
 out_dir = 'out-base'
 dataset = 'shakespeare'

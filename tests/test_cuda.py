@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mlm import prediction_capacity
-from model import Encoder, EncoderConfig
+from model import IGNORE_INDEX, Encoder, EncoderConfig
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -18,7 +18,7 @@ def small_model(seed: int = 0) -> Encoder:
 
 def batch(B: int = 4, T: int = 512):
     ids = torch.randint(4, 1024, (B, T), device="cuda")
-    labels = torch.where(torch.rand(B, T, device="cuda") < 0.3, ids, -100)
+    labels = torch.where(torch.rand(B, T, device="cuda") < 0.3, ids, IGNORE_INDEX)
     return ids, labels
 
 
@@ -32,7 +32,7 @@ def test_flex_matches_sdpa_in_bf16_forward_and_backward(padded):
     mask = torch.ones_like(ids)
     if padded:
         mask[1, 300:] = 0
-        labels[1, 300:] = -100
+        labels[1, 300:] = IGNORE_INDEX
     document_ids = (torch.arange(ids.shape[1], device="cuda") >= 200).long().expand_as(ids)
     for docs in (None, document_ids):
         out = {}

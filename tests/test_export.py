@@ -10,7 +10,7 @@ import export_hf
 import fill_mask
 import prepare
 from checkpoint import load_checkpoint
-from export_hf import checkpoint_model, export, save_model
+from export_hf import checkpoint_model, export
 from fill_mask import SENTENCES, MaskFiller
 from model import Encoder, EncoderConfig
 from test_train import train
@@ -208,4 +208,4 @@ def test_export_refuses_bad_input_and_overwrites_only_when_asked(modernbert, tmp
                                           num_hidden_layers=2, num_attention_heads=2, global_attn_every_n_layers=2,
                                           pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3))
     with pytest.raises(SystemExit, match='global attention in every layer'):
-        save_model(neobert_local, str(tmp_path / 'neobert'))
+        neobert_local.save_pretrained(str(tmp_path / 'neobert'))

@@ -1,6 +1,7 @@
 import torch
 
 from mlm import TokenSpace, mask_tokens, micro_batch_loss
+from model import IGNORE_INDEX
 
 SPACE = dict(vocab_size=1000, mask_token_id=3, special_token_ids=[0, 1, 2, 3, 4, 999])
 
@@ -11,7 +12,7 @@ def test_masking_statistics_over_a_million_positions():
     x = torch.randint(0, 1000, (1000, 1000), generator=gen)
     inputs, labels = mask_tokens(x, space, 0.30, 0.8, 0.1, gen)
     special = space.special[x]
-    selected = labels != -100
+    selected = labels != IGNORE_INDEX
     assert not (selected & special).any(), "a special token was selected"
     assert abs(selected.float().sum() / (~special).sum() - 0.30) < 0.01
     assert torch.equal(labels[selected], x[selected])
@@ -31,7 +32,7 @@ def test_neobert_recipe_masks_everything_selected():
     gen = torch.Generator().manual_seed(1)
     x = torch.randint(5, 999, (200, 500), generator=gen)
     inputs, labels = mask_tokens(x, space, 0.20, 1.0, 0.0, gen)
-    selected = labels != -100
+    selected = labels != IGNORE_INDEX
     assert (inputs[selected] == 3).all() and abs(selected.float().mean() - 0.20) < 0.01
 
 
@@ -50,7 +51,7 @@ def test_remapping_happens_before_masking_and_never_touches_labels():
     gen = torch.Generator().manual_seed(2)
     x = torch.randint(0, 1000, (64, 256), generator=gen)
     inputs, labels = mask_tokens(x, space, 0.3, 0.8, 0.1, gen, full_to_shrunk)
-    selected = labels != -100
+    selected = labels != IGNORE_INDEX
     assert torch.equal(labels[selected], full_to_shrunk[x][selected])
-    assert (labels[~selected] == -100).all() and inputs.max() < 55
+    assert (labels[~selected] == IGNORE_INDEX).all() and inputs.max() < 55
     assert torch.equal(inputs[~selected], full_to_shrunk[x][~selected])

@@ -11,7 +11,8 @@ from transformers import AutoModelForMaskedLM, ModernBertConfig, ModernBertForMa
 
 import model as model_module
 from mlm import prediction_capacity
-from model import Encoder, EncoderConfig, attention_masks, config_from_hf, config_to_hf, flex_masks
+from hf import config_from_hf, config_to_hf
+from model import IGNORE_INDEX, Encoder, EncoderConfig, attention_masks, flex_masks
 
 TOL = 1e-5
 SPECIAL = dict(pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
@@ -58,7 +59,7 @@ def padded_batch(vocab_size: int, lengths: list[int], seq_len: int, seed: int = 
 def random_labels(ids, mask, rate=0.3, seed=1):
     g = torch.Generator().manual_seed(seed)
     chosen = (torch.rand(ids.shape, generator=g) < rate) & mask.bool()
-    return torch.where(chosen, ids, torch.full_like(ids, -100))
+    return torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
 
 
 def hf_folder(tmp_path, name: str) -> str:
@@ -163,7 +164,7 @@ def test_sparse_equals_dense():
         dense, none = m(ids, mask)
         sparse, loss = m(ids, mask, labels)
     assert none is None and dense.shape == (2, 33, 120)
-    keep = labels != -100
+    keep = labels != IGNORE_INDEX
     assert sparse.shape == (int(keep.sum()), 120)
     assert torch.allclose(sparse, dense[keep], atol=TOL)
     assert abs(F.cross_entropy(dense[keep], labels[keep]).item() - loss.item()) <= TOL
@@ -215,7 +216,7 @@ def test_static_sparse_head_same_loss_and_gradients_one_graph(arch):
     ids, mask = padded_batch(120, [200, 200, 130], seq_len=200)
     labels = random_labels(ids, mask)
     capacity = prediction_capacity(ids.numel(), 0.3)
-    n = int((labels != -100).sum())
+    n = int((labels != IGNORE_INDEX).sum())
     assert n < capacity < ids.numel()
     grads = {}
     for rows in (None, capacity):
@@ -391,7 +392,7 @@ def test_no_nan_with_padding_and_fully_padded_row(arch):
     loss.backward()
     assert torch.isfinite(loss)
     assert all(torch.isfinite(p.grad).all() for p in m.parameters())
-    _, empty = m(ids, mask, torch.full_like(ids, -100))  # nothing to predict: zero, not NaN
+    _, empty = m(ids, mask, torch.full_like(ids, IGNORE_INDEX))  # nothing to predict: zero, not NaN
     assert empty.item() == 0.0
 
 
@@ -465,13 +466,16 @@ def test_invalid_hf_configs(change, word):
         config_from_hf({**ModernBertConfig().to_dict(), **change})
 
 
-def test_neobert_has_no_hf_export_yet(tmp_path):
-    with pytest.raises(ValueError, match="ModernBERT"):
-        small_neobert().save_pretrained(str(tmp_path / "x"))
-    (tmp_path / "neo").mkdir()
-    (tmp_path / "neo" / "config.json").write_text(json.dumps({"model_type": "neobert"}))
+def test_neobert_folders_round_trip_and_other_model_types_are_refused(tmp_path):
+    neobert = small_neobert()
+    neobert.save_pretrained(str(tmp_path / "neo"))  # the official layout (export_hf.py tests it with remote code)
+    ids, mask = padded_batch(160, [30, 17], seq_len=30)
+    with torch.no_grad():
+        assert torch.equal(Encoder.from_pretrained(str(tmp_path / "neo")).eval()(ids, mask)[0], neobert(ids, mask)[0])
+    (tmp_path / "bert").mkdir()
+    (tmp_path / "bert" / "config.json").write_text(json.dumps({"model_type": "bert"}))
     with pytest.raises(ValueError, match="model_type"):
-        Encoder.from_pretrained(str(tmp_path / "neo"))
+        Encoder.from_pretrained(str(tmp_path / "bert"))
 
 
 def test_too_long_sequence_is_rejected():

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from model import Encoder, EncoderConfig, gather_vocab_rows
+from model import IGNORE_INDEX, Encoder, EncoderConfig, gather_vocab_rows
 
 TOL = 1e-5
 FULL_V = 40
@@ -121,7 +121,7 @@ def test_tied_decoder_stays_tied_through_training():
     ids, mask = full_batch()
     m.train()
     for _ in range(2):
-        _, loss = m(ids, mask, ids.masked_fill(mask == 0, -100))
+        _, loss = m(ids, mask, ids.masked_fill(mask == 0, IGNORE_INDEX))
         loss.backward()
         opt.step()
         opt.zero_grad()
@@ -142,7 +142,7 @@ def test_embedding_finetune_mode_freezes_everything_else(arch):
     ids, mask = full_batch()
     m.train()
     for _ in range(3):
-        _, loss = m(ids, mask, ids.masked_fill(mask == 0, -100))
+        _, loss = m(ids, mask, ids.masked_fill(mask == 0, IGNORE_INDEX))
         loss.backward()
         opt.step()
         opt.zero_grad()

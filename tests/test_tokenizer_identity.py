@@ -77,7 +77,7 @@ def test_guide_student_trains_and_exports_with_modernbert_tokenizer(trained_stud
         assert tokenizer(text)['input_ids'] == expected
     fill = pipeline('fill-mask', model=str(tmp_path / 'hf'), top_k=3)
     predicted = [r['token'] for r in fill(SENTENCE)]
-    model = export_hf.load_folder(str(tmp_path / 'hf')).eval()
+    model = Encoder.from_pretrained(str(tmp_path / 'hf')).eval()
     with torch.no_grad():
         logits = model(torch.tensor([MODERNBERT_IDS[SENTENCE]]))[0][0, 6]
     assert predicted == logits.topk(3).indices.tolist()

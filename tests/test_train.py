@@ -8,7 +8,7 @@ from checkpoint import load_checkpoint
 from conftest import run_script
 from fill_mask import MaskFiller
 from mlm import micro_batch_loss
-from model import Encoder, EncoderConfig
+from model import IGNORE_INDEX, Encoder, EncoderConfig
 from prepare import gpt2_hf_tokenizer
 
 # a tiny ModernBERT: 3 layers so both global (0) and local (1, 2) layers run, window 16 < block 64
@@ -53,16 +53,16 @@ def test_accumulated_micro_batches_give_the_gradients_of_one_batch():
                                   num_attention_heads=2, local_attention=8, pad_token_id=0, cls_token_id=1,
                                   sep_token_id=2, mask_token_id=3))
     x = torch.randint(4, 300, (6, 24))
-    labels = torch.full_like(x, -100)
+    labels = torch.full_like(x, IGNORE_INDEX)
     labels[:2, ::2] = x[:2, ::2]  # micro-batch 1 predicts many tokens, micro-batch 2 few
     labels[2:, 5] = x[2:, 5]
 
     def grads(micro_batches):
         model.zero_grad()
-        n_step = sum((y != -100).sum() for _, y in micro_batches)
+        n_step = sum((y != IGNORE_INDEX).sum() for _, y in micro_batches)
         for xb, yb in micro_batches:
             _, loss = model(xb, labels=yb)
-            micro_batch_loss(loss, (yb != -100).sum(), n_step).backward()
+            micro_batch_loss(loss, (yb != IGNORE_INDEX).sum(), n_step).backward()
         return [p.grad.clone() for p in model.parameters()]
 
     one = grads([(x, labels)])
