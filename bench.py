@@ -14,7 +14,6 @@ Face runs as users run it by default (dense logits) and at its best (sparse_pred
 predicts sparsely. On the CPU the step is fp32; on CUDA it runs under bf16 autocast. Peak memory is the tensors held
 between steps (weights, buffers, optimizer state) plus the most the step allocates on top of them.
 """
-import argparse
 import copy
 import itertools
 import json
@@ -26,11 +25,13 @@ import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
+from configurator import configure, fail
 from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
 from model import IGNORE_INDEX, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 from prepare import load_meta, load_remap
@@ -50,62 +51,54 @@ OP_KINDS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("s
 MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="ModernBERT-small at block 512, batch 4 on the CPU, eager only, 2 timed rounds")
-    p.add_argument("--out", default="bench_results.json", help="JSON file for the rows ('' writes none)")
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cpu", "cuda"))
-    p.add_argument("--shapes", default=None, help=f"comma list of {', '.join(SHAPES)} "
-                   "(default: small, and base on CUDA)")
-    p.add_argument("--attention", action="store_true",
-                   help="time only the sliding-window attention of the shapes' local layers (RoPE + SDPA, forward + "
-                   "backward), the dense window against blocks of one window, to tune model.BAND_FROM_WINDOWS")
-    p.add_argument("--block_sizes", default=None,
-                   help="comma list (default 512,1024; --quick 512; --attention 192,256,384,512,1024)")
-    p.add_argument("--batch_size", type=int, default=None, help="default 8 on the CPU (--quick 4), 32 on CUDA")
-    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                   help="also time torch.compile'd variants of ours (default: on, off with --quick)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed rounds, the last of which measures memory "
-                   "(default 2; 3 with --compile, whose second step recompiles for dynamic shapes)")
-    p.add_argument("--reps", type=int, default=None, help="timed rounds (default 5; --quick 2)")
-    p.add_argument("--data_root", default="data")
-    p.add_argument("--dataset", default="shakespeare")
-    p.add_argument("--shrunk_vocab", type=int, default=4096,
-                   help="also time ours on data/<dataset>/vocab_K.pt's shrunken vocabulary (0: skip)")
-    p.add_argument("--peak_flops", type=float, default=None, help="for MFU (default: 135e9 CPU, 989e12 CUDA)")
-    p.add_argument("--seed", type=int, default=1337)
-    args = p.parse_args(argv)
+DEFAULTS = dict(
+    quick=False,  # ModernBERT-small at block 512, batch 4 on the CPU, eager only, 2 timed rounds
+    out='bench_results.json',  # JSON file for the rows ('' writes none)
+    device='cuda' if torch.cuda.is_available() else 'cpu',
+    shapes=[],  # of SHAPES (default: small, and base on CUDA)
+    # time only the sliding-window attention of the shapes' local layers (RoPE + SDPA, forward + backward), the dense
+    # window against blocks of one window, to tune model.BAND_FROM_WINDOWS
+    attention=False,
+    block_sizes=[],  # default 512,1024; --quick 512; --attention 192,256,384,512,1024
+    batch_size=None,  # default 8 on the CPU (--quick 4), 32 on CUDA
+    compile=None,  # also time torch.compile'd variants of ours (default: on, off with --quick)
+    warmup=None,  # untimed rounds, the last of which measures memory (default 2; 3 when compiling)
+    reps=None,  # timed rounds (default 5; --quick 2)
+    data_root='data',
+    dataset='shakespeare',
+    shrunk_vocab=4096,  # also time ours on data/<dataset>/vocab_K.pt's shrunken vocabulary (0: skip)
+    peak_flops=None,  # for MFU (default: 135e9 CPU, 989e12 CUDA)
+    seed=1337,
+)
 
-    def ints(text: str, name: str) -> list[int]:
-        try:
-            values = [int(v) for v in text.split(",")]
-        except ValueError:
-            values = []
-        if not values or min(values) < 1:
-            p.error(f"--{name}={text} must be a comma list of positive integers, e.g. 512,1024")
-        return values
 
+def parse_args(argv: list[str]) -> SimpleNamespace:
+    """--key=value options (configurator.configure) with their defaults resolved, checked."""
+    args = SimpleNamespace(**configure(DEFAULTS, argv))
+    if args.device not in ("cpu", "cuda"):
+        fail(f"--device={args.device} must be cpu or cuda")
     if args.device == "cuda" and not torch.cuda.is_available():
-        p.error("--device=cuda but CUDA is not available; pass --device=cpu")
-    default_shapes = "small,base" if args.device == "cuda" and not args.quick else "small"
-    args.shapes = (args.shapes or default_shapes).split(",")
+        fail("--device=cuda but CUDA is not available; pass --device=cpu")
+    args.shapes = args.shapes or (["small", "base"] if args.device == "cuda" and not args.quick else ["small"])
     if not set(args.shapes) <= set(SHAPES):
-        p.error(f"--shapes={','.join(args.shapes)}: each must be one of {', '.join(SHAPES)}")
-    default_blocks = "192,256,384,512,1024" if args.attention else "512" if args.quick else "512,1024"
-    args.block_sizes = ints(args.block_sizes or default_blocks, "block_sizes")
+        fail(f"--shapes={','.join(map(str, args.shapes))}: each must be one of {', '.join(SHAPES)}")
+    args.block_sizes = args.block_sizes or ([192, 256, 384, 512, 1024] if args.attention else [512] if args.quick
+                                            else [512, 1024])
+    if not all(isinstance(b, int) and b > 0 for b in args.block_sizes):
+        fail(f"--block_sizes={','.join(map(str, args.block_sizes))} must be a comma list of positive integers, "
+             f"e.g. 512,1024")
     longest = EncoderConfig().max_position_embeddings
     if max(args.block_sizes) > longest:
-        p.error(f"--block_sizes={max(args.block_sizes)} exceeds ModernBERT's max_position_embeddings={longest}")
+        fail(f"--block_sizes={max(args.block_sizes)} exceeds ModernBERT's max_position_embeddings={longest}")
     args.batch_size = args.batch_size or (32 if args.device == "cuda" else 4 if args.quick else 8)
     args.compile = (not args.quick) if args.compile is None else args.compile
     args.reps = (2 if args.quick else 5) if args.reps is None else args.reps
     args.warmup = (3 if args.compile else 2) if args.warmup is None else args.warmup
     if args.batch_size < 1 or args.reps < 1 or args.warmup < 1:
-        p.error("--batch_size, --reps and --warmup must be at least 1")
+        fail("--batch_size, --reps and --warmup must be at least 1")
     if args.shrunk_vocab < 0:
-        p.error(f"--shrunk_vocab={args.shrunk_vocab} must be a vocabulary size from prepare.py --shrink_vocab, "
-                "or 0 to skip")
+        fail(f"--shrunk_vocab={args.shrunk_vocab} must be a vocabulary size from prepare.py --shrink_vocab, "
+             "or 0 to skip")
     args.peak_flops = args.peak_flops or PEAK_FLOPS[args.device]
     return args
 
@@ -123,18 +116,18 @@ class Corpus:
     remap: dict | None
 
 
-def load_corpus(args: argparse.Namespace) -> Corpus:
+def load_corpus(args: SimpleNamespace) -> Corpus:
     data_dir = os.path.join(args.data_root, args.dataset)
     hint = f"run: python prepare.py --dataset={args.dataset} --shrink_vocab={args.shrunk_vocab or 4096}"
     meta = load_meta(data_dir, hint)
     if meta["train_tokens"] <= max(args.block_sizes):
-        raise SystemExit(f"bench.py: {data_dir} has {meta['train_tokens']} train tokens, not more than block "
+        fail(f"{data_dir} has {meta['train_tokens']} train tokens, not more than block "
                          f"{max(args.block_sizes)}; lower --block_sizes or prepare a larger corpus")
     remap = full_to_shrunk = shrunk = None
     if args.shrunk_vocab:
         path = os.path.join(data_dir, f"vocab_{args.shrunk_vocab}.pt")
         if not os.path.isfile(path):
-            raise SystemExit(f"bench.py: {path} not found; {hint}, or pass --shrunk_vocab=0")
+            fail(f"{path} not found; {hint}, or pass --shrunk_vocab=0")
         remap = load_remap(path, hint)
         full_to_shrunk = remap["full_to_shrunk"].to(args.device)
         shrunk = TokenSpace(remap, args.device)
@@ -155,7 +148,7 @@ def timed(fn, device: str) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
-def make_batch(corpus: Corpus, args: argparse.Namespace, block_size: int, seed: int) -> tuple[dict, dict]:
+def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int) -> tuple[dict, dict]:
     """One round's batch in each token space, {"full": (x, y), "shrunk": ...}, and the seconds each took:
     windows, host-to-device copy, masking and (shrunk) remapping, exactly as train.py's make_batch."""
     batches, seconds = {}, {}
@@ -205,7 +198,7 @@ class Variant:
         return self.net(input_ids=x, labels=y).loss
 
 
-def hf_variants(ours: Encoder, args: argparse.Namespace, optimizer) -> list[Variant]:
+def hf_variants(ours: Encoder, args: SimpleNamespace, optimizer) -> list[Variant]:
     """transformers' ModernBertForMaskedLM with our weights: by default (dense logits, SDPA) and with sparse
     prediction, with each attention implementation a user would pick (on CUDA: SDPA and FlexAttention, eager and
     compiled). An implementation this transformers does not offer is left out with a note."""
@@ -232,7 +225,7 @@ def hf_variants(ours: Encoder, args: argparse.Namespace, optimizer) -> list[Vari
     return variants
 
 
-def build_variants(shape: str, corpus: Corpus, args: argparse.Namespace, block_size: int) -> tuple[list, dict]:
+def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size: int) -> tuple[list, dict]:
     """The variants of one shape, and our eager model of each token space (for the FLOP count)."""
     torch.manual_seed(args.seed)
     meta = corpus.meta
@@ -320,7 +313,7 @@ def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
     return seconds, sorted(other, key=other.get, reverse=True)[:3]
 
 
-def run_rounds(variants: list[Variant], corpus: Corpus, args: argparse.Namespace, block_size: int) -> dict:
+def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, block_size: int) -> dict:
     """Warm-up rounds, then timed rounds; in each, every variant takes one step on the round's batch.
     Returns the data path's seconds per batch for each token space."""
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if args.device == "cuda" else nullcontext()
@@ -366,7 +359,7 @@ def matmul_flops(device: str) -> float:
     return 2 * 2048**3 / min(seconds[2:])
 
 
-def attention_rows(shape: str, block_size: int, args: argparse.Namespace) -> list[dict]:
+def attention_rows(shape: str, block_size: int, args: SimpleNamespace) -> list[dict]:
     """The shape's local-layer attention alone (RoPE + SDPA, forward + backward, no padding) at block_size: the
     dense window (one block) and blocks of one window, taking turns; the speed-up is the median per-round ratio."""
     c = EncoderConfig(**SHAPES[shape])
@@ -406,7 +399,7 @@ def attention_markdown(rows: list[dict]) -> str:
 
 
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
-             args: argparse.Namespace) -> list[dict]:
+             args: SimpleNamespace) -> list[dict]:
     tokens = args.batch_size * block_size
     # HF best: the fastest of its sparse-prediction variants; HF default: dense logits, eager SDPA
     hf = {False: next(v for v in variants if v.impl == "hf" and not v.sparse),
@@ -460,7 +453,7 @@ def profile_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def step_rows(args: argparse.Namespace) -> list[dict]:
+def step_rows(args: SimpleNamespace) -> list[dict]:
     """The training-step table: every variant of every shape and block size."""
     corpus = load_corpus(args)
     if args.device == "cuda":
@@ -491,7 +484,11 @@ def step_rows(args: argparse.Namespace) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__ + "\nOptions (--key=value): " + ", ".join(DEFAULTS))
+        return []
+    args = parse_args(argv)
     if args.attention:
         rows = [r for shape in args.shapes for block_size in args.block_sizes
                 for r in attention_rows(shape, block_size, args)]

@@ -5,7 +5,8 @@ Config files and --key=value overrides for train.py, nanoGPT style:
 
 train.py defines its defaults as module-level globals, then runs
 exec(open('configurator.py').read()), which applies this file's `configure` to them.
-Config files are Python; overrides are Python literals (true/false accepted for bools).
+Config files are Python; overrides are Python literals (true/false accepted for bools, a bare --flag is
+--flag=true, a list key takes a comma list: --sizes=512,1024).
 Unknown keys and wrong types stop the run with one line naming the key and the fix.
 """
 import ast
@@ -15,11 +16,17 @@ import json
 import os
 import sys
 import types
-from typing import Any
+from typing import Any, NoReturn
 
 
-def _fail(message: str) -> None:
-    raise SystemExit(f"config error: {message}")
+def fail(message: str) -> NoReturn:
+    """Stop with one line on stderr and exit status 1, naming the script that stopped; every script's bad input
+    ends here, before anything is written."""
+    raise SystemExit(f"{os.path.basename(sys.argv[0])}: {message}")
+
+
+def _fail(message: str) -> NoReturn:
+    fail(f"config error: {message}")
 
 
 def _unknown(key: str, known: dict, where: str) -> None:
@@ -47,9 +54,18 @@ def _check_type(key: str, value: Any, default: Any, where: str) -> Any:
           f"expected {type(default).__name__} like the default {default!r}")
 
 
+def _literal_or_word(raw: str) -> Any:
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw  # a bare word such as --init_from=resume
+
+
 def _parse_literal(key: str, raw: str, default: Any) -> Any:
     if isinstance(default, bool) and raw.lower() in ("true", "false"):
         return raw.lower() == "true"
+    if isinstance(default, list) and not raw.startswith("[") and not raw.endswith(".json"):
+        return [_literal_or_word(item.strip()) for item in raw.split(",") if item.strip()]  # --sizes=512,1024
     if isinstance(default, (list, dict)) and raw.endswith(".json"):
         if not os.path.isfile(raw):
             _fail(f"--{key}={raw}: no such JSON file")
@@ -94,10 +110,12 @@ def configure(config: dict, argv: list[str]) -> dict:
             config.update(_read_config_file(arg, config))
             continue
         key, sep, raw = arg[2:].partition("=")
-        if not sep:
-            _fail(f"'{arg}' has no value; write --{key}=VALUE")
         if key not in config:
             _unknown(key, config, "the command line")
+        if not sep and isinstance(config[key], bool):
+            raw = "true"  # a bare --flag switches a boolean on
+        elif not sep:
+            _fail(f"'{arg}' has no value; write --{key}=VALUE")
         value = _parse_literal(key, raw, config[key])
         config[key] = _check_type(key, value, config[key], "the command line")
     return config

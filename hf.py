@@ -84,7 +84,7 @@ NEOBERT_KEYS = dict(max_position_embeddings='max_length', global_rope_theta='rop
                     initializer_range='embedding_init_range')
 NEOBERT_SHARED = ('vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attention_heads', 'intermediate_size',
                   'norm_eps', 'attention_bias', 'mlp_bias', 'decoder_bias', 'embedding_dropout', 'attention_dropout',
-                  'mlp_dropout', 'pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')
+                  'mlp_dropout', *SPECIAL_IDS)
 
 
 def neobert_config_to_hf(config: EncoderConfig) -> dict:

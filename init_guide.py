@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
-from configurator import configure
+from configurator import configure, fail
 from hf import hf_folder
 from model import Encoder, EncoderConfig, ModernBertLayer
 from prepare import data_tokenizer, folder_tokenizer, load_meta, require_same_tokenizer
@@ -39,10 +39,6 @@ DEFAULTS = dict(
     data_root='data',
     seed=1337,  # the random init of the layers that are not guided
 )
-
-
-def fail(message: str) -> None:
-    raise SystemExit(f"init_guide.py: {message}")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -538,6 +538,17 @@ class Encoder(nn.Module):
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
 
+    def attention_summary(self, device: torch.device) -> str:
+        """Which kernels attend on device, for the training log."""
+        masked = "FlexAttention" if self.uses_flex(device) else "SDPA with boolean masks"
+        if device.type != "cuda":
+            return f"masked layers {masked}, unmasked ones SDPA"
+        # SDPA takes the first enabled backend that fits the call
+        backends = [name for name, on in (("cudnn", torch.backends.cuda.cudnn_sdp_enabled()),
+                                          ("flash", torch.backends.cuda.flash_sdp_enabled()),
+                                          ("mem_efficient", torch.backends.cuda.mem_efficient_sdp_enabled())) if on]
+        return f"masked layers {masked}; unmasked ones SDPA ({', '.join(backends)}, in that order)"
+
     def uses_flex(self, device: torch.device) -> bool:
         """Whether this forward attends with FlexAttention (attn_implementation, resolved for 'auto')."""
         impl = self.config.attn_implementation

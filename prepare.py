@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from configurator import configure
 from hf import TOKENIZER_FILES
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
@@ -623,45 +624,24 @@ def load_remap(path: str, hint: str) -> dict:
 
 # command line --------------------------------------------------------------------------------------------------------
 
-def _bool(value: str) -> bool:
-    if value.lower() not in ("true", "false", "1", "0"):
-        raise ValueError("expected true or false")
-    return value.lower() in ("true", "1")
-
-
-def _sizes(value: str) -> list[int]:
-    sizes = [int(v) for v in value.split(",") if v.strip()]
-    if any(k <= 0 for k in sizes):
-        raise ValueError("sizes must be positive integers")
-    return sizes
-
-
-OPTIONS = {  # name: (default, parser)
-    "dataset": ("shakespeare", str),
-    "tokenizer": ("gpt2", str),
-    "shrink_vocab": ([], _sizes),
-    "out_dir": ("", str),
-    "force": (False, _bool),
-    "val_fraction": (0.05, float),
-    "num_proc": (os.cpu_count() or 1, int),
-    "text_field": ("text", str),
-}
+DEFAULTS = dict(
+    dataset="shakespeare",
+    tokenizer="gpt2",
+    shrink_vocab=[],  # sizes K: --shrink_vocab=2048,4096
+    out_dir="",  # "": data/<dataset name>
+    force=False,
+    val_fraction=0.05,
+    num_proc=os.cpu_count() or 1,
+    text_field="text",
+)
 
 
 def parse_args(argv: list[str]) -> dict:
-    """--key=value options (a bare --force means --force=true) into a dict of settings."""
-    cfg = {name: default for name, (default, _) in OPTIONS.items()}
-    known = ", ".join(f"--{name}" for name in OPTIONS)
-    for arg in argv:
-        key, has_value, value = arg.removeprefix("--").partition("=")
-        if not arg.startswith("--") or key not in OPTIONS:
-            raise SystemExit(f"unknown option {arg!r}; options are --key=value with key one of: {known}")
-        if not has_value and key != "force":
-            raise SystemExit(f"--{key} needs a value: --{key}=...")
-        try:
-            cfg[key] = OPTIONS[key][1](value if has_value else "true")
-        except ValueError as e:
-            raise SystemExit(f"bad value in {arg!r}: {e}")
+    """--key=value options (configurator.configure) into a dict of settings, checked."""
+    cfg = configure(DEFAULTS, argv)
+    if not all(isinstance(k, int) and k > 0 for k in cfg["shrink_vocab"]):
+        raise SystemExit(f"--shrink_vocab={','.join(map(str, cfg['shrink_vocab']))}: sizes must be positive "
+                         f"integers, e.g. --shrink_vocab=2048,4096")
     if not 0 < cfg["val_fraction"] < 1:
         raise SystemExit(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
     if cfg["num_proc"] < 1:

@@ -22,8 +22,10 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import checkpoint_encoder, keep_last, load_start_checkpoint, save_checkpoint
+from configurator import fail
 from curriculum import Curriculum, ScheduleError, validate_schedule
-from mlm import get_windows, mask_tokens, micro_batch_loss, prediction_capacity, prediction_counts, seed_for
+from mlm import (DROPOUT, EVAL_BATCHES, RESIZE_NOISE, TRAIN_BATCHES, get_windows, mask_tokens, micro_batch_loss,
+                 prediction_capacity, prediction_counts, seed_for)
 from hf import hf_folder
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
 from prepare import data_tokenizer, folder_tokenizer, load_dataset, load_remap, require_same_tokenizer
@@ -91,7 +93,7 @@ compile = None  # None: on for CUDA, off on CPU
 peak_flops = None  # for MFU; None: 989e12 on CUDA (H100 dense bf16), 135e9 on CPU (2-core fp32)
 seed = 1337
 max_skipped_steps = 20  # consecutive non-finite steps before the run stops
-inject_nonfinite_at = []  # iterations whose loss is made inf on rank 0 (tests the guard)
+inject_nonfinite_at = []  # iterations whose step loss is made inf (tests the guard)
 # grow-as-you-go vocabulary
 shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
@@ -103,11 +105,6 @@ config_keys = [k for k, v in globals().items() if not k.startswith('_')
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
 config = {k: globals()[k] for k in config_keys}
 # -----------------------------------------------------------------------------
-
-
-def fail(message: str) -> None:
-    """Stop every rank with one line; nothing is written after this."""
-    raise SystemExit(f"train.py: {message}")
 
 
 # validate the configuration before touching any file -------------------------
@@ -205,6 +202,7 @@ def make_batch(split: str, rate: float, *key: int):
     gen = torch.Generator().manual_seed(seed_for(seed, *key))
     x = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device)
     mapping, space = curriculum.space()
+    # windows are drawn on the CPU; on a GPU the masks are drawn there, from the same key extended by 1
     dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
     return mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen, mapping)
 
@@ -251,6 +249,8 @@ else:
         state.update(checkpoint['state'])
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
         wandb_run_id = checkpoint.get('wandb_run_id')
+        if master:
+            print(f"resuming {path} at iter {iter_num}")
 if state['remapping'] and remap is None:
     fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
 active_vocab_size = curriculum.space()[1].size
@@ -286,6 +286,8 @@ def make_optimizer() -> torch.optim.Optimizer:
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
     """torch.compile, then DDP; redone when an operation changes the parameters."""
     if compile:
+        if master:
+            print("compiling the model: the first steps take longer")
         # forget the graphs of the model as it was: each rebuild would otherwise count towards dynamo's
         # recompile limit, past which it silently falls back to eager
         torch._dynamo.reset()
@@ -333,7 +335,7 @@ def evaluate() -> dict:
     for split_id, split in enumerate(('train', 'val')):
         sums = torch.zeros(5, dtype=torch.float64, device=device)
         for k in range(rank, eval_iters, world_size):  # the ranks share the fixed batches
-            x, y = make_batch(split, eval_rate, 0, split_id, k)
+            x, y = make_batch(split, eval_rate, EVAL_BATCHES, split_id, k)
             with autocast:
                 logits, loss = net(x, labels=y)
             sums += prediction_counts(logits, loss, y, RARE_TOKEN_ID if state['remapping'] else None)
@@ -356,6 +358,7 @@ def checkpoint_state(it: int) -> dict:
 def save(it: int) -> None:
     if master:
         save_checkpoint(checkpoint_state(it), ckpt_path)
+        print(f"iter {it}: saved {ckpt_path}")
         if keep_last_checkpoints > 0:
             keep_last(ckpt_path, it, keep_last_checkpoints)
     if ddp:
@@ -391,14 +394,10 @@ tokens_per_iter = gradient_accumulation_steps * batch_size * block_size
 if master:
     print(f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
           f"{tokens_per_iter:,} tokens per iteration, {world_size} process(es), device {device}, {dtype}")
-    if device_type == 'cuda':  # unmasked global layers run SDPA, which takes the first enabled backend that fits
-        backends = [name for name, on in (('cudnn', torch.backends.cuda.cudnn_sdp_enabled()),
-                                          ('flash', torch.backends.cuda.flash_sdp_enabled()),
-                                          ('mem_efficient', torch.backends.cuda.mem_efficient_sdp_enabled())) if on]
-        masked = 'FlexAttention' if raw_model.uses_flex(torch.device(device)) else 'SDPA with boolean masks'
-        print(f"attention: masked layers {masked}; unmasked ones SDPA ({', '.join(backends)}, in that order)")
+    print(f"attention: {raw_model.attention_summary(torch.device(device))}")
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
-consecutive_skips, t_start, t_last, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
+WARMUP_ITERS = 5  # iterations MFU and the ETA leave out: compilation, allocator and cache warm-up
+consecutive_skips, t_last, t_warm, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
 while True:
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
@@ -414,7 +413,7 @@ while True:
                 save(iter_num)
     if iter_num >= max_iters or eval_only:
         break
-    torch.manual_seed(seed_for(seed, 3, iter_num))  # the same resize noise on every rank
+    torch.manual_seed(seed_for(seed, RESIZE_NOISE, iter_num))  # the same resize noise on every rank
     try:
         fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer)
     except ScheduleError as e:
@@ -438,12 +437,13 @@ while True:
         if not eval_only:
             save(iter_num)
     # dropout is seeded from (seed, iteration, rank), after the operations: a resumed run draws the same numbers
-    torch.manual_seed(seed_for(seed, 2, iter_num, rank))
+    torch.manual_seed(seed_for(seed, DROPOUT, iter_num, rank))
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
         group['lr'] = lr
     # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
-    batches = [make_batch('train', state['mask_rate'], 1, iter_num, rank * micro_steps + m) for m in range(micro_steps)]
+    batches = [make_batch('train', state['mask_rate'], TRAIN_BATCHES, iter_num, rank * micro_steps + m)
+               for m in range(micro_steps)]
     counts = torch.stack([(y != IGNORE_INDEX).sum() for _, y in batches])
     n_pred = all_reduce(counts.sum().float())
     # compiled, the head takes a fixed number of rows so the graph has static shapes (mlm.prediction_capacity)
@@ -453,18 +453,21 @@ while True:
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
     loss_sum = torch.zeros((), device=device)
     for m, ((x, y), n) in enumerate(zip(batches, counts)):
-        if ddp:
+        if ddp:  # all-reduce the gradients once, after the last micro-batch, not after each
             model.require_backward_grad_sync = m == micro_steps - 1
         with autocast:
             _, loss = model(x, labels=y, max_predictions=capacity)
-        if iter_num in inject_nonfinite_at and master and m == 0:
-            loss = loss * float('inf')
         contribution = micro_batch_loss(loss, n, n_pred)
-        scaler.scale(contribution * world_size).backward()  # DDP averages over ranks
+        # DDP averages gradients over the ranks; each contribution is already a share of the global step's loss,
+        # so scale it back up to get their sum
+        scaler.scale(contribution * world_size).backward()
         loss_sum += contribution.detach()
     scaler.unscale_(optimizer)
+    # an infinite max_norm clips nothing: the call then only measures the norm, which the guard below needs
     grad_norm = torch.nn.utils.clip_grad_norm_(trainable, grad_clip if grad_clip > 0 else float('inf'))
     step_loss = all_reduce(loss_sum)  # the mean over every predicted token of the step, on all ranks
+    if iter_num in inject_nonfinite_at:  # the guard's test: a step whose loss is inf, as if it had overflowed
+        step_loss = step_loss * float('inf')
     if torch.isfinite(step_loss) and torch.isfinite(grad_norm):  # both identical on every rank
         scaler.step(optimizer)
         consecutive_skips = 0
@@ -482,19 +485,23 @@ while True:
 
     t_now = time.time()
     dt, t_last = t_now - t_last, t_now
+    if local_iter == WARMUP_ITERS - 1:
+        t_warm = t_now
     # read at log points only (reading it waits for the GPU), and agreed by every rank so that all of them stop
     if iter_num % log_interval == 0 and all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
         fail(f"a micro-batch had more masked tokens than prediction_capacity({batch_size * block_size}, "
              f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
     if iter_num % log_interval == 0 and master:
         loss_value = step_loss.item()
-        if local_iter >= 5:  # let the first iterations (compilation, warm-up) pass
+        eta = 'after warm-up'
+        if local_iter >= WARMUP_ITERS:  # compilation and warm-up would skew both
             mfu = raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size, dt, peak_flops,
                                          seq_len=block_size)
             running_mfu = mfu if running_mfu < 0 else 0.9 * running_mfu + 0.1 * mfu
-        eta = (max_iters - iter_num - 1) * (t_now - t_start) / (local_iter + 1)
+            per_iter = (t_now - t_warm) / (local_iter - WARMUP_ITERS + 1)
+            eta = f"{(max_iters - iter_num - 1) * per_iter / 60:.1f} min"
         print(f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, "
-              f"mfu {running_mfu * 100:.2f}%, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta / 60:.1f} min")
+              f"mfu {running_mfu * 100:.2f}%, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta}")
         log_metrics(dict(iter=iter_num, loss=loss_value, lr=lr, tokens_per_s=tokens_per_iter / dt, mfu=running_mfu,
                          grad_norm=grad_norm.item()))
     iter_num += 1

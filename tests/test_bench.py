@@ -13,7 +13,7 @@ KEYS = {"impl", "variant", "attn", "sparse", "compile", "vocab_size", "device", 
 
 def run_bench(data_root, tmp_path, *args: str) -> list[dict]:
     out = tmp_path / "rows.json"
-    bench.main(["--shapes=tiny", "--block_sizes=64", "--batch_size=2", "--reps=1", "--no-compile",
+    bench.main(["--shapes=tiny", "--block_sizes=64", "--batch_size=2", "--reps=1", "--compile=False",
                 "--shrunk_vocab=512", f"--data_root={data_root}", f"--out={out}", *args])
     return json.loads(out.read_text())
 

@@ -277,11 +277,12 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     "tokenizer without mask": (lambda t: [f"--tokenizer={no_mask_tokenizer(t)}"], "has no mask token"),
     "K too large": (lambda t: ["--shrink_vocab=4096,50300"], "larger than the vocabulary allows: at most 50263"),
     "K too small": (lambda t: ["--shrink_vocab=6"], "too small"),
-    "K not a number": (lambda t: ["--shrink_vocab=4k"], "bad value"),
-    "unknown option": (lambda t: ["--bogus=1"], "unknown option '--bogus=1'"),
-    "positional argument": (lambda t: ["shakespeare"], "unknown option 'shakespeare'"),
-    "option without value": (lambda t: ["--num_proc"], "--num_proc needs a value"),
-    "bad number": (lambda t: ["--num_proc=two"], "bad value in '--num_proc=two'"),
+    "K not a number": (lambda t: ["--shrink_vocab=4k"], "sizes must be positive integers"),
+    "unknown option": (lambda t: ["--bogus=1"], "unknown key 'bogus'"),
+    "close to a known option": (lambda t: ["--tokeniser=gpt2"], "did you mean 'tokenizer'?"),
+    "positional argument": (lambda t: ["shakespeare"], "config file 'shakespeare' not found"),
+    "option without value": (lambda t: ["--num_proc"], "write --num_proc=VALUE"),
+    "bad number": (lambda t: ["--num_proc=two"], "--num_proc=two is not a valid Python literal of type int"),
     "bad fraction": (lambda t: ["--val_fraction=1.5"], "strictly between 0 and 1"),
 }
 
@@ -327,7 +328,7 @@ def test_hf_dataset_needs_datasets_package(tmp_path):
 def test_command_line_errors_exit_nonzero_with_one_line():
     result = subprocess.run([sys.executable, "prepare.py", "--bogus=1"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "unknown option '--bogus=1'" in result.stderr
+    assert result.stderr.count("\n") == 1 and "unknown key 'bogus'" in result.stderr
 
 
 def test_undecodable_bytes_are_replaced_and_counted(tmp_path, capsys):
