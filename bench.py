@@ -33,7 +33,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from configurator import configure, fail
 from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
-from model import IGNORE_INDEX, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
+from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 from prepare import load_meta, load_remap
 
 SHAPES = {
@@ -43,7 +43,6 @@ SHAPES = {
 }
 # reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
 PEAK_FLOPS = {"cpu": 135e9, "cuda": 989e12}
-SPECIAL = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
 # kinds of op in the profile breakdown: (substrings of) their names
 OP_KINDS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("scaled_dot_product",),
             "optimizer": ("adam",)}
@@ -229,11 +228,11 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
     """The variants of one shape, and our eager model of each token space (for the FLOP count)."""
     torch.manual_seed(args.seed)
     meta = corpus.meta
-    config = EncoderConfig(**SHAPES[shape], vocab_size=meta["vocab_size"], **{k: meta[k] for k in SPECIAL})
+    config = EncoderConfig(**SHAPES[shape], vocab_size=meta["vocab_size"], **{k: meta[k] for k in SPECIAL_IDS})
     ours = {"full": Encoder(config).to(args.device)}
     if corpus.remap is not None:
         small = Encoder(replace(config, vocab_size=corpus.remap["shrunk_vocab_size"],
-                                **{k: corpus.remap[k] for k in SPECIAL}))
+                                **{k: corpus.remap[k] for k in SPECIAL_IDS}))
         body = {k: v for k, v in ours["full"].state_dict().items() if v.shape == small.state_dict()[k].shape}
         small.load_state_dict(body, strict=False)  # the body starts from the same weights
         ours["shrunk"] = small.to(args.device)

@@ -71,10 +71,15 @@ local_rope_theta = None
 dropout = 0.0  # every dropout of the model
 attn_implementation = 'auto'  # 'auto' (FlexAttention when training on CUDA) | 'sdpa' | 'flex'; see model.EncoderConfig
 model_overrides = {}  # any other EncoderConfig field, e.g. {'norm_eps': 1e-6}
-# optimizer: AdamW
+# optimizer
+optimizer_name = 'adamw'  # 'adamw' | 'stable_adamw' (AdamW with per-tensor update clipping: ModernBERT's, optim.py)
 learning_rate = 8e-4
 max_iters = 10000
+# 'torch': each step decays by lr * weight_decay. 'decoupled': by weight_decay * lr / learning_rate, Composer's
+# convention, in which ModernBERT states its 1e-5 (torch's equivalent at its peak lr of 8e-4: 1e-5 / 8e-4 = 0.0125)
+weight_decay_convention = 'torch'
 weight_decay = 1e-5
+decay_1d_params = False  # also decay norms and biases (NeoBERT does)
 beta1 = 0.9
 beta2 = 0.98
 adam_eps = 1e-6
@@ -108,9 +113,11 @@ config = {k: globals()[k] for k in config_keys}
 
 
 # validate the configuration before touching any file -------------------------
-for _name, _choices in (('lr_schedule', ('wsd', 'cosine', 'constant')), ('decay_shape', ('linear', 'sqrt')),
-                         ('dtype', ('float32', 'bfloat16', 'float16')), ('attn_implementation', ATTN_IMPLEMENTATIONS),
-                         ('wandb_mode', ('online', 'offline', 'disabled'))):
+CHOICES = dict(lr_schedule=('wsd', 'cosine', 'constant'), decay_shape=('linear', 'sqrt'),
+               dtype=('float32', 'bfloat16', 'float16'), attn_implementation=ATTN_IMPLEMENTATIONS,
+               wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
+               weight_decay_convention=('torch', 'decoupled'))
+for _name, _choices in CHOICES.items():
     if globals()[_name] not in _choices:
         fail(f"{_name}='{globals()[_name]}' is not one of {', '.join(_choices)}")
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
@@ -280,7 +287,10 @@ scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
 
 # optimizer: rebuilt by parameter name after operations, its state carried over -------------
 def make_optimizer() -> torch.optim.Optimizer:
-    return raw_model.configure_optimizers(weight_decay, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps)
+    # torch's AdamW decays by lr * wd: wd / learning_rate gives the decoupled lr / learning_rate * weight_decay
+    wd = weight_decay / learning_rate if weight_decay_convention == 'decoupled' else weight_decay
+    return raw_model.configure_optimizers(wd, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps,
+                                          optimizer=optimizer_name, decay_1d=decay_1d_params)
 
 
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
@@ -474,7 +484,8 @@ while True:
     else:
         consecutive_skips += 1
         state['skipped_steps'] += 1
-        log_metrics(dict(iter=iter_num, skipped_nonfinite=True, loss=step_loss.item(), skipped_steps=state['skipped_steps']))
+        log_metrics(dict(iter=iter_num, skipped_nonfinite=True, loss=step_loss.item(),
+                         skipped_steps=state['skipped_steps']))
         if master:
             print(f"iter {iter_num}: non-finite loss or gradient, step skipped ({consecutive_skips} in a row)")
     scaler.update()
@@ -514,7 +525,8 @@ while True:
     if stop:
         save(iter_num)
         if master:
-            print(f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume with --init_from=resume")
+            print(f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; "
+                  f"resume with --init_from=resume")
         break
 
 if wandb_log and master:

@@ -1,7 +1,9 @@
 """train.py end to end on the embedded corpus: the demo learns, accumulation is exact, init_from forms."""
 import json
 import os
+from pathlib import Path
 
+import pytest
 import torch
 
 from checkpoint import load_checkpoint
@@ -83,3 +85,12 @@ def test_init_from_hf_folder(data_root, tmp_path):
     ckpt = load_checkpoint(str(out / 'ckpt.pt'))
     assert ckpt['model_args']['hidden_size'] == 48 and ckpt['model_args']['num_attention_heads'] == 3
     assert len(read_metrics(out)) == 4  # eval 0, steps 0 and 1, eval 2
+
+
+@pytest.mark.parametrize('config', sorted(p.name for p in (Path(__file__).parent.parent / 'config').glob('*.py')))
+def test_every_config_parses_and_passes_validation(config, tmp_path):
+    """Each config's keys and values reach the data check (an empty data_root), which only a valid config passes."""
+    result = run_script('train.py', f'config/{config}', f'--data_root={tmp_path}', f'--out_dir={tmp_path / "out"}',
+                        check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and 'no prepared dataset in' in lines[0], result.stderr[-2000:]

@@ -1,0 +1,80 @@
+"""The optimizers: StableAdamW against its definition, the weight-decay conventions and groups, and exact resume."""
+import math
+
+import pytest
+import torch
+
+from model import Encoder, EncoderConfig
+from optim import StableAdamW
+from test_reliability import assert_same_weights, losses
+from test_train import train
+
+
+def stable_adamw_reference(p, grads, lr, betas, eps, wd):
+    """StableAdamW written out as Wortsman et al. define it, in float64, one step at a time."""
+    p, m, v = p.double().clone(), torch.zeros_like(p, dtype=torch.float64), torch.zeros_like(p, dtype=torch.float64)
+    clipped = []
+    for t, g in enumerate(grads, 1):
+        g = g.double()
+        m = betas[0] * m + (1 - betas[0]) * g
+        v = betas[1] * v + (1 - betas[1]) * g * g
+        m_hat, v_hat = m / (1 - betas[0] ** t), v / (1 - betas[1] ** t)
+        rms = math.sqrt((g * g / torch.clamp(v_hat, min=eps ** 2)).mean().item())
+        clipped.append(rms > 1)
+        eta = lr / max(1.0, rms)
+        p = p * (1 - eta * wd) - eta * m_hat / (v_hat.sqrt() + eps)
+    return p, clipped
+
+
+def test_stable_adamw_follows_its_definition():
+    torch.manual_seed(0)
+    p0 = torch.randn(7, 5)
+    # steady gradients, then a spike the second moment has not seen: its update is clipped
+    grads = [torch.randn(7, 5) * 0.1 for _ in range(4)] + [torch.randn(7, 5) * 10.0] + [torch.randn(7, 5) * 0.1]
+    param = torch.nn.Parameter(p0.clone())
+    opt = StableAdamW([param], lr=1e-2, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.1)
+    for g in grads:
+        param.grad = g.clone()
+        opt.step()
+    expected, clipped = stable_adamw_reference(p0, grads, 1e-2, (0.9, 0.98), 1e-6, 0.1)
+    assert clipped[4] and not all(clipped)  # both branches of max(1, RMS) ran
+    torch.testing.assert_close(param.detach().double(), expected, rtol=1e-5, atol=1e-6)
+    assert opt.state[param]['step'] == len(grads)
+
+
+def small_model() -> Encoder:
+    torch.manual_seed(0)
+    return Encoder(EncoderConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                 num_attention_heads=2, norm_bias=True, pad_token_id=0, cls_token_id=1,
+                                 sep_token_id=2, mask_token_id=3))
+
+
+@pytest.mark.parametrize('optimizer', ['adamw', 'stable_adamw'])
+def test_decay_groups_and_the_decoupled_convention(optimizer):
+    model = small_model()
+    opt = model.configure_optimizers(0.1, 1e-3, (0.9, 0.98), 'cpu', optimizer=optimizer)
+    decayed, plain = opt.param_groups
+    assert all(p.dim() >= 2 for p in decayed['params']) and all(p.dim() < 2 for p in plain['params'])
+    assert plain['params'] and plain['weight_decay'] == 0.0
+    every = model.configure_optimizers(0.1, 1e-3, (0.9, 0.98), 'cpu', optimizer=optimizer, decay_1d=True)
+    assert [len(g['params']) for g in every.param_groups] == [len(list(model.parameters()))]
+    # with zero gradients only the decay moves the weights: one step at the peak lr shrinks them by exactly
+    # (1 - lr * wd) with torch's convention, so train.py's wd / learning_rate gives the decoupled (1 - wd)
+    w = model.decoder.weight
+    before = w.detach().clone()
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    peak = 8e-4
+    model.configure_optimizers(1e-5 / peak, peak, (0.9, 0.98), 'cpu', optimizer=optimizer).step()
+    torch.testing.assert_close(w.detach(), before * (1 - 1e-5), rtol=0, atol=1e-9)
+
+
+def test_stable_adamw_trains_and_resumes_exactly(data_root, tmp_path):
+    common = ['--optimizer_name=stable_adamw', '--weight_decay_convention=decoupled', '--decay_1d_params=True',
+              '--eval_interval=3', '--lr_decay_iters=6']
+    train(data_root, tmp_path / 'full', *common, '--max_iters=6')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=3')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=6', '--init_from=resume')
+    full, resumed = losses(tmp_path / 'full', 3), losses(tmp_path / 'resumed', 3)
+    assert list(full) == [3, 4, 5] and full == resumed
+    assert_same_weights(tmp_path / 'full', tmp_path / 'resumed')
