@@ -3,6 +3,7 @@ The masked-language-modelling data path, shared by train.py and bench.py: random
 files written by prepare.py, the token space masking works in, MLM corruption, and the weighting that
 makes gradient accumulation exact.
 """
+import functools
 import math
 import os
 
@@ -22,16 +23,58 @@ def seed_for(*parts: int) -> int:
     return int(np.random.SeedSequence(list(parts)).generate_state(2, np.uint64)[0] >> np.uint64(1))
 
 
+def _to_device(x: torch.Tensor, device: str) -> torch.Tensor:
+    if device.startswith('cuda'):
+        return x.pin_memory().to(device, non_blocking=True)
+    return x
+
+
 def get_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_size: int,
                 gen: torch.Generator, device: str) -> torch.Tensor:
     """batch_size random windows of block_size tokens from <data_dir>/<split>.bin, on device (nanoGPT's get_batch)."""
     # a fresh memmap per batch avoids the memory leak of a long-lived one
     data = np.memmap(os.path.join(data_dir, f'{split}.bin'), dtype=dtype, mode='r')
     ix = torch.randint(len(data) - block_size, (batch_size,), generator=gen).tolist()
-    x = torch.from_numpy(np.stack([data[i:i + block_size].astype(np.int64) for i in ix]))
-    if device.startswith('cuda'):
-        return x.pin_memory().to(device, non_blocking=True)
-    return x
+    return _to_device(torch.from_numpy(np.stack([data[i:i + block_size].astype(np.int64) for i in ix])), device)
+
+
+@functools.lru_cache(maxsize=8)
+def document_pieces(path: str, dtype: str, cls_token_id: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where the windows of document packing may start: (piece start offsets, whether the piece needs a [CLS] put in
+    front). Every document ([CLS] ... [SEP] in the file) starts a piece; one longer than a window is cut into further
+    pieces of block_size - 1 tokens, each of which starts its window with a [CLS] of its own. Read once per process."""
+    data = np.memmap(path, dtype=dtype, mode='r')
+    doc_starts = np.flatnonzero(data == cls_token_id)
+    lengths = np.diff(doc_starts, append=len(data))
+    extra = -(-np.maximum(lengths - block_size, 0) // (block_size - 1))  # further pieces of each document
+    doc_of_piece = np.repeat(np.arange(len(doc_starts)), 1 + extra)
+    k = np.arange(len(doc_of_piece)) - np.repeat(np.cumsum(1 + extra) - (1 + extra), 1 + extra)  # piece k of its doc
+    starts = doc_starts[doc_of_piece] + np.where(k > 0, block_size + (k - 1) * (block_size - 1), 0)
+    needs_cls = k > 0
+    fits = starts + block_size - needs_cls <= len(data)  # the last pieces of the file may not fill a window
+    return starts[fits], needs_cls[fits]
+
+
+def get_document_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_size: int, cls_token_id: int,
+                         gen: torch.Generator, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Document packing: windows that each start at the beginning of a document (or of a piece of a long one, then
+    with a [CLS] in front) and go on into the documents after it, with document_ids [B, T] numbering the documents
+    in each window so that attention stays within them (Encoder.forward(document_ids=...)). A piece is drawn with
+    probability proportional to its length, so every token is as likely to be trained on as with get_windows."""
+    path = os.path.join(data_dir, f'{split}.bin')
+    starts, needs_cls = document_pieces(path, dtype, cls_token_id, block_size)
+    ends = np.append(starts[1:], starts[-1] + block_size)
+    lengths = torch.from_numpy(np.minimum(ends - starts, block_size).astype(np.float64))
+    pieces = torch.multinomial(lengths, batch_size, replacement=True, generator=gen).tolist()
+    data = np.memmap(path, dtype=dtype, mode='r')
+    rows = []
+    for p in pieces:
+        s = int(starts[p])
+        row = data[s:s + block_size - 1] if needs_cls[p] else data[s:s + block_size]
+        rows.append(np.concatenate([[cls_token_id], row]) if needs_cls[p] else row)
+    x = torch.from_numpy(np.stack(rows).astype(np.int64))
+    # [CLS] only ever starts a document: prepare.py's corpus encoding never produces it inside one
+    return _to_device(x, device), _to_device(torch.cumsum(x == cls_token_id, dim=1), device)
 
 
 class TokenSpace:

@@ -24,8 +24,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from checkpoint import checkpoint_encoder, keep_last, load_start_checkpoint, save_checkpoint
 from configurator import fail
 from curriculum import Curriculum, ScheduleError, validate_schedule
-from mlm import (DROPOUT, EVAL_BATCHES, RESIZE_NOISE, TRAIN_BATCHES, get_windows, mask_tokens, micro_batch_loss,
-                 prediction_capacity, prediction_counts, seed_for)
+from mlm import (DROPOUT, EVAL_BATCHES, RESIZE_NOISE, TRAIN_BATCHES, get_document_windows, get_windows, mask_tokens,
+                 micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
 from hf import hf_folder
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
 from prepare import data_tokenizer, folder_tokenizer, load_dataset, load_remap, require_same_tokenizer
@@ -52,6 +52,9 @@ data_root = 'data'
 batch_size = 16  # micro-batch size
 block_size = 512
 gradient_accumulation_steps = 1
+# windows start at a document and attention stays within each document, as ModernBERT packs them (mlm.py);
+# False: random windows that run across documents
+pack_documents = False
 # masking
 mask_rate = 0.30
 mask_token_prob = 0.8  # of the selected tokens: replaced by [MASK] ...
@@ -205,13 +208,18 @@ eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
 
 def make_batch(split: str, rate: float, *key: int):
-    """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key)."""
+    """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key); returns
+    inputs, labels and the document ids of document packing (None without it)."""
     gen = torch.Generator().manual_seed(seed_for(seed, *key))
-    x = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device)
+    if pack_documents:
+        x, documents = get_document_windows(data_dir, split, meta['dtype'], batch_size, block_size,
+                                            meta['cls_token_id'], gen, device)
+    else:
+        x, documents = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device), None
     mapping, space = curriculum.space()
     # windows are drawn on the CPU; on a GPU the masks are drawn there, from the same key extended by 1
     dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
-    return mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen, mapping)
+    return *mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen, mapping), documents
 
 
 # model ---------------------------------------------------------------------------
@@ -345,9 +353,9 @@ def evaluate() -> dict:
     for split_id, split in enumerate(('train', 'val')):
         sums = torch.zeros(5, dtype=torch.float64, device=device)
         for k in range(rank, eval_iters, world_size):  # the ranks share the fixed batches
-            x, y = make_batch(split, eval_rate, EVAL_BATCHES, split_id, k)
+            x, y, documents = make_batch(split, eval_rate, EVAL_BATCHES, split_id, k)
             with autocast:
-                logits, loss = net(x, labels=y)
+                logits, loss = net(x, labels=y, document_ids=documents)
             sums += prediction_counts(logits, loss, y, RARE_TOKEN_ID if state['remapping'] else None)
         loss_sum, correct, n, core_correct, core_n = all_reduce(sums).tolist()
         out[f'{split}_loss'], out[f'{split}_acc'] = loss_sum / n, correct / n
@@ -454,7 +462,7 @@ while True:
     # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
     batches = [make_batch('train', state['mask_rate'], TRAIN_BATCHES, iter_num, rank * micro_steps + m)
                for m in range(micro_steps)]
-    counts = torch.stack([(y != IGNORE_INDEX).sum() for _, y in batches])
+    counts = torch.stack([(y != IGNORE_INDEX).sum() for _, y, _ in batches])
     n_pred = all_reduce(counts.sum().float())
     # compiled, the head takes a fixed number of rows so the graph has static shapes (mlm.prediction_capacity)
     capacity = prediction_capacity(batch_size * block_size, state['mask_rate']) if compile else None
@@ -462,11 +470,11 @@ while True:
         overflow |= counts.max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
     loss_sum = torch.zeros((), device=device)
-    for m, ((x, y), n) in enumerate(zip(batches, counts)):
+    for m, ((x, y, documents), n) in enumerate(zip(batches, counts)):
         if ddp:  # all-reduce the gradients once, after the last micro-batch, not after each
             model.require_backward_grad_sync = m == micro_steps - 1
         with autocast:
-            _, loss = model(x, labels=y, max_predictions=capacity)
+            _, loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
         contribution = micro_batch_loss(loss, n, n_pred)
         # DDP averages gradients over the ranks; each contribution is already a share of the global step's loss,
         # so scale it back up to get their sum

@@ -15,6 +15,7 @@ num_attention_heads = 6
 global_rope_theta = 10000.0
 
 block_size = 1024
+pack_documents = True  # windows of whole documents, attention within each (ModernBERT packs and unpads them)
 batch_size = 64
 gradient_accumulation_steps = 8  # 64 * 1024 * 8 = 524k tokens per step, over all ranks
 

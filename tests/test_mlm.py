@@ -1,6 +1,7 @@
+import numpy as np
 import torch
 
-from mlm import TokenSpace, mask_tokens, micro_batch_loss
+from mlm import TokenSpace, get_document_windows, mask_tokens, micro_batch_loss
 from model import IGNORE_INDEX
 
 SPACE = dict(vocab_size=1000, mask_token_id=3, special_token_ids=[0, 1, 2, 3, 4, 999])
@@ -55,3 +56,41 @@ def test_remapping_happens_before_masking_and_never_touches_labels():
     assert torch.equal(labels[selected], full_to_shrunk[x][selected])
     assert (labels[~selected] == IGNORE_INDEX).all() and inputs.max() < 55
     assert torch.equal(inputs[~selected], full_to_shrunk[x][~selected])
+
+
+def write_documents(folder, lengths: list[int], cls_id: int = 1) -> list[list[int]]:
+    """A token file of documents [CLS] t t ... with distinct tokens; returns the documents."""
+    docs, next_token = [], 10
+    for n in lengths:
+        docs.append([cls_id] + list(range(next_token, next_token + n - 1)))
+        next_token += n
+    np.array([t for d in docs for t in d], dtype=np.uint16).tofile(folder / 'train.bin')
+    return docs
+
+
+def test_document_windows_start_at_documents_and_number_them(tmp_path):
+    docs = write_documents(tmp_path, [5, 40, 3, 9, 17, 2, 30])
+    block = 8
+    x, documents = get_document_windows(str(tmp_path), 'train', 'uint16', 400, block, 1,
+                                        torch.Generator().manual_seed(0), 'cpu')
+    assert x.shape == documents.shape == (400, block) and (x[:, 0] == 1).all()
+    assert torch.equal(documents, torch.cumsum(x == 1, dim=1))  # a new id at every [CLS], from 1
+    text = [t for d in docs for t in d]  # every token but [CLS] occurs once
+    for row in x.tolist():
+        i = text.index(row[1])
+        if text[i - 1] == 1:  # a window from a document's own [CLS]: the file as it is
+            assert text[i - 1:i - 1 + block] == row
+        else:  # a later piece of a long document: [CLS], then the file from there
+            assert text[i:i + block - 1] == row[1:]
+    # every token of the long documents is reached, not only their first window (the file's last piece, which
+    # cannot fill a window, is the one place left out)
+    seen = set(x.flatten().tolist())
+    assert set(docs[1]) <= seen and set(docs[4]) <= seen
+
+
+def test_document_windows_draw_tokens_as_uniformly_as_random_windows(tmp_path):
+    write_documents(tmp_path, [3] * 200 + [600])  # short documents, then one long one: 600 of 1,200 tokens
+    x, _ = get_document_windows(str(tmp_path), 'train', 'uint16', 4000, 16, 1, torch.Generator().manual_seed(0), 'cpu')
+    first = x[:, 1]  # the token after [CLS]: from a short document or from the long one
+    from_long = (first >= 10 + 3 * 200).float().mean().item()
+    assert 0.4 < from_long < 0.6  # about half the windows start in the long document, half in the short ones

@@ -199,6 +199,24 @@ def test_documents_attend_only_within_themselves(arch):
         assert (packed - unpacked)[mask.bool()].abs().max().item() > 1e-3  # the documents did change something
 
 
+@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+def test_changing_one_document_leaves_the_others_unchanged(arch):
+    # what document packing relies on: no token sees another document, with padding in the batch too. RoPE scores
+    # depend only on distances, so positions need not restart at each document for it to hold.
+    m = small_encoder(arch)
+    ids, mask = padded_batch(120, [37, 30], seq_len=37)
+    document_ids = ((torch.arange(37) >= 9).long() + (torch.arange(37) >= 21).long()).expand(2, 37)
+    changed = ids.clone()
+    changed[:, 9:21] = torch.randint(4, 120, (2, 12), generator=torch.Generator().manual_seed(5))
+    for impl in ("sdpa", "flex"):
+        m.config.attn_implementation = impl
+        with torch.no_grad():
+            before, after = m(ids, mask, document_ids=document_ids)[0], m(changed, mask, document_ids=document_ids)[0]
+        others = (document_ids != 1) & mask.bool()
+        assert (before - after)[others].abs().max().item() <= TOL, impl
+        assert (before - after)[document_ids == 1].abs().max().item() > 1e-3, impl
+
+
 def test_flex_masks_cache_the_unpadded_window_and_rebuild_the_rest():
     window = flex_masks(None, 64, 4, {"global", "local"}, "cpu")
     assert window["global"] is None  # nothing to mask: global layers stay on SDPA's unmasked kernels

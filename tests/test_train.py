@@ -94,3 +94,17 @@ def test_every_config_parses_and_passes_validation(config, tmp_path):
                         check=False)
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1 and 'no prepared dataset in' in lines[0], result.stderr[-2000:]
+
+
+def test_document_packing_trains_and_resumes_exactly(data_root, tmp_path):
+    common = ['--pack_documents=True', '--eval_interval=3', '--lr_decay_iters=6', '--dropout=0.1']
+    train(data_root, tmp_path / 'full', *common, '--max_iters=6')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=3')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=6', '--init_from=resume')
+    full, resumed = ({m['iter']: m['loss'] for m in read_metrics(tmp_path / d) if 'loss' in m and m['iter'] >= 3}
+                     for d in ('full', 'resumed'))
+    assert list(full) == [3, 4, 5] and full == resumed
+    unpacked = train(data_root, tmp_path / 'unpacked', *common[1:], '--max_iters=1')
+    packed_first = next(m['val_loss'] for m in read_metrics(tmp_path / 'full') if 'val_loss' in m)
+    unpacked_first = next(m['val_loss'] for m in read_metrics(tmp_path / 'unpacked') if 'val_loss' in m)
+    assert unpacked.returncode == 0 and packed_first != unpacked_first  # the switch changes the windows
