@@ -12,7 +12,7 @@ from typing import Callable
 
 import torch
 
-from mlm import TokenSpace
+from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
 
 
@@ -177,8 +177,9 @@ class Curriculum:
     """The token spaces, the schedule and the state it changes, and the optimizer state of frozen parameters."""
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
-                 learning_rate: float, mask_rate: float, device):
+                 learning_rate: float, mask_rate: float, device, seed: int):
         self.schedule = schedule
+        self.seed = seed  # of the resize noise
         self.full_space = TokenSpace(meta, device)
         self.shrunk_space = TokenSpace(remap, device) if remap is not None else None
         self.full_to_shrunk = remap['full_to_shrunk'].to(device) if remap is not None else None
@@ -240,10 +241,11 @@ class Curriculum:
 
     def run(self, it: int, model: Encoder, opt: torch.optim.Optimizer,
             make: Callable[[], torch.optim.Optimizer]) -> Fired | None:
-        """Run the operations due at iteration it on model; None when none is. Seed torch first: resize noise."""
+        """Run the operations due at iteration it on model; None when none is."""
         due = self.due(it)
         if not due:
             return None
+        torch.manual_seed(seed_for(self.seed, RESIZE_NOISE, it))  # the same resize noise on every rank and on resume
         carried = self.state_by_name(model, opt)
         rebuild = False
         space_before = (self.state['remapping'], model.config.vocab_size)

@@ -39,10 +39,12 @@ def get_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_si
 
 
 @functools.lru_cache(maxsize=8)
-def document_pieces(path: str, dtype: str, cls_token_id: int, block_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where the windows of document packing may start: (piece start offsets, whether the piece needs a [CLS] put in
-    front). Every document ([CLS] ... [SEP] in the file) starts a piece; one longer than a window is cut into further
-    pieces of block_size - 1 tokens, each of which starts its window with a [CLS] of its own. Read once per process."""
+def document_pieces(path: str, dtype: str, cls_token_id: int,
+                    block_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the windows of document packing may start: (piece start offsets, whether the piece needs a [CLS] put
+    in front, the running total of the pieces' lengths, to draw them by). Every document ([CLS] ... [SEP] in the
+    file) starts a piece; one longer than a window is cut into further pieces of block_size - 1 tokens, each of
+    which starts its window with a [CLS] of its own. Read once per process."""
     data = np.memmap(path, dtype=dtype, mode='r')
     doc_starts = np.flatnonzero(data == cls_token_id)
     lengths = np.diff(doc_starts, append=len(data))
@@ -52,7 +54,9 @@ def document_pieces(path: str, dtype: str, cls_token_id: int, block_size: int) -
     starts = doc_starts[doc_of_piece] + np.where(k > 0, block_size + (k - 1) * (block_size - 1), 0)
     needs_cls = k > 0
     fits = starts + block_size - needs_cls <= len(data)  # the last pieces of the file may not fill a window
-    return starts[fits], needs_cls[fits]
+    starts, needs_cls = starts[fits], needs_cls[fits]
+    lengths = np.minimum(np.diff(starts, append=starts[-1] + block_size), block_size)
+    return starts, needs_cls, np.cumsum(lengths)
 
 
 def get_document_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_size: int, cls_token_id: int,
@@ -62,10 +66,10 @@ def get_document_windows(data_dir: str, split: str, dtype: str, batch_size: int,
     in each window so that attention stays within them (Encoder.forward(document_ids=...)). A piece is drawn with
     probability proportional to its length, so every token is as likely to be trained on as with get_windows."""
     path = os.path.join(data_dir, f'{split}.bin')
-    starts, needs_cls = document_pieces(path, dtype, cls_token_id, block_size)
-    ends = np.append(starts[1:], starts[-1] + block_size)
-    lengths = torch.from_numpy(np.minimum(ends - starts, block_size).astype(np.float64))
-    pieces = torch.multinomial(lengths, batch_size, replacement=True, generator=gen).tolist()
+    starts, needs_cls, total = document_pieces(path, dtype, cls_token_id, block_size)
+    # a uniform token, then the piece that holds it: O(batch log pieces) per batch, whatever the corpus size
+    tokens = torch.randint(int(total[-1]), (batch_size,), generator=gen).numpy()
+    pieces = np.searchsorted(total, tokens, side='right').tolist()
     data = np.memmap(path, dtype=dtype, mode='r')
     rows = []
     for p in pieces:

@@ -24,9 +24,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from checkpoint import checkpoint_encoder, keep_last, load_start_checkpoint, save_checkpoint
 from configurator import fail
 from curriculum import Curriculum, ScheduleError, validate_schedule
-from mlm import (DROPOUT, EVAL_BATCHES, RESIZE_NOISE, TRAIN_BATCHES, get_document_windows, get_windows, mask_tokens,
-                 micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
 from hf import hf_folder
+from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, get_document_windows, get_windows, mask_tokens,
+                 micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
 from prepare import data_tokenizer, folder_tokenizer, load_dataset, load_remap, require_same_tokenizer
 
@@ -202,7 +202,7 @@ _problem = validate_schedule(schedule, remapping=remap is not None)
 if _problem:
     fail(f"schedule: {_problem}")
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
-curriculum = Curriculum(schedule, meta, remap, RARE_TOKEN_ID, learning_rate, mask_rate, device)
+curriculum = Curriculum(schedule, meta, remap, RARE_TOKEN_ID, learning_rate, mask_rate, device, seed)
 state = curriculum.state
 eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
@@ -431,7 +431,6 @@ while True:
                 save(iter_num)
     if iter_num >= max_iters or eval_only:
         break
-    torch.manual_seed(seed_for(seed, RESIZE_NOISE, iter_num))  # the same resize noise on every rank
     try:
         fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer)
     except ScheduleError as e:
