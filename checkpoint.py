@@ -1,5 +1,6 @@
 """
-Atomic checkpoint files, shared by train.py, init_guide.py and export_hf.py.
+Atomic checkpoint files, shared by train.py, init_guide.py and export_hf.py, and the checks of the model a train.py
+run starts from.
 
 A checkpoint is written to a temporary file in the same folder, flushed, fsynced and then renamed over
 the target, so a crash at any point leaves the old file or the new one, never a partial one.
@@ -10,7 +11,7 @@ import tempfile
 
 import torch
 
-from model import Encoder, EncoderConfig
+from model import SPECIAL_IDS, Encoder, EncoderConfig
 from prepare import data_tokenizer, first_line, require_same_tokenizer
 
 TMP_SUFFIX = '.tmp'
@@ -98,3 +99,24 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str) -> dic
         raise SystemExit(f"{path} was trained on a different preparation of {meta['dataset']}; use the same data "
                          f"or a new out_dir")
     return ckpt
+
+
+def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: int, attn_implementation: str) -> None:
+    """Check that a run's start model reads the data (its vocabulary, special ids and length) and set it to attend
+    the way the run asks; special ids the model left unset take the data's. SystemExit with one line otherwise."""
+    if model.config.vocab_size != vocab_size:
+        raise SystemExit(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's "
+                         f"({vocab_size}); prepare the data with the model's tokenizer")
+    for name in SPECIAL_IDS:
+        if getattr(model.config, name) not in (None, space[name]):
+            raise SystemExit(f"the model's {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
+                             f"its config.json disagrees with its tokenizer: fix {name} in the model's config")
+        setattr(model.config, name, space[name])
+    if block_size > model.config.max_position_embeddings:
+        raise SystemExit(f"block_size={block_size} exceeds max_position_embeddings="
+                         f"{model.config.max_position_embeddings}; lower block_size or raise max_position_embeddings")
+    try:  # a checkpoint or a Hugging Face folder attends the way this run asks
+        model.config.attn_implementation = attn_implementation
+        model.config._validate()
+    except ValueError as e:
+        raise SystemExit(f"invalid model config: {e}")

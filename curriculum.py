@@ -7,6 +7,7 @@ An operation is one function `op_<name>(cur, model, value, it) -> dict` and one 
 {'rebuild': True} when it changes which parameters exist or train (the optimizer is rebuilt, its state carried over by
 parameter name), and {'regather': f} when the vocabulary rows move (f moves AdamW's moments like the weights).
 """
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -14,6 +15,27 @@ import torch
 
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
+from prepare import load_remap
+
+
+# the remapping file ---------------------------------------------------------------------------------------------------
+
+def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_token_id: int | None) -> dict:
+    """The vocab_K.pt a run trains in, checked against its data and its settings; SystemExit with one line."""
+    dataset = meta['dataset']
+    if not os.path.isfile(path):
+        raise SystemExit(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
+                         f"--shrink_vocab=K")
+    remap = load_remap(path, f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force")
+    size = remap['shrunk_vocab_size']
+    if remap['fingerprint'] != meta['fingerprint']:
+        raise SystemExit(f"{path} was made from another preparation than the data; rebuild it: python prepare.py "
+                         f"--dataset={dataset} --shrink_vocab={size}")
+    if shrunken_vocab_size not in (None, size):
+        raise SystemExit(f"shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree")
+    if rare_token_id not in (None, remap['rare_id']):
+        raise SystemExit(f"RARE_TOKEN_ID={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
+    return remap
 
 
 # the operations ------------------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ gradient_accumulation_steps counts micro-batches per optimizer step over ALL ran
 command gives the same global batch, windows and masks whatever the number of processes.
 """
 import json
-import math
 import os
 import signal
 import threading
@@ -21,14 +20,15 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import checkpoint_encoder, keep_last, load_start_checkpoint, save_checkpoint
+from checkpoint import checkpoint_encoder, fit_model_to_data, keep_last, load_start_checkpoint, save_checkpoint
 from configurator import fail
-from curriculum import Curriculum, ScheduleError, validate_schedule
+from curriculum import Curriculum, ScheduleError, load_run_remap, validate_schedule
 from hf import hf_folder
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, get_document_windows, get_windows, mask_tokens,
                  micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
-from prepare import data_tokenizer, folder_tokenizer, load_dataset, load_remap, require_same_tokenizer
+from optim import LR_SCHEDULES, scheduled_lr
+from prepare import data_tokenizer, folder_tokenizer, load_dataset, require_same_tokenizer
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -116,7 +116,7 @@ config = {k: globals()[k] for k in config_keys}
 
 
 # validate the configuration before touching any file -------------------------
-CHOICES = dict(lr_schedule=('wsd', 'cosine', 'constant'), decay_shape=('linear', 'sqrt'),
+CHOICES = dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqrt'),
                dtype=('float32', 'bfloat16', 'float16'), attn_implementation=ATTN_IMPLEMENTATIONS,
                wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
                weight_decay_convention=('torch', 'decoupled'))
@@ -180,24 +180,10 @@ meta = load_dataset(data_dir, block_size, prepare_hint)  # stops with one line o
 # vocabulary: the active token space is the shrunken one while remapping is on ----
 remap = None
 if vocab_remapping_file is not None:
-    if not os.path.isfile(vocab_remapping_file):
-        fail(f"vocab_remapping_file '{vocab_remapping_file}' not found; "
-             f"run: python prepare.py --dataset={dataset} --shrink_vocab=K")
-    remap = load_remap(vocab_remapping_file,
-                       f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force")
-    if remap['fingerprint'] != meta['fingerprint']:
-        fail(f"{vocab_remapping_file} was made from another preparation than {data_dir}; "
-             f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab={remap['shrunk_vocab_size']}")
-    if shrunken_vocab_size not in (None, remap['shrunk_vocab_size']):
-        fail(f"shrunken_vocab_size={shrunken_vocab_size} but {vocab_remapping_file} holds "
-             f"{remap['shrunk_vocab_size']}; make them agree")
-    RARE_TOKEN_ID = remap['rare_id'] if RARE_TOKEN_ID is None else RARE_TOKEN_ID
-    if RARE_TOKEN_ID != remap['rare_id']:
-        fail(f"RARE_TOKEN_ID={RARE_TOKEN_ID} but the remapping file's RARE slot is {remap['rare_id']}")
+    remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, RARE_TOKEN_ID)
+    RARE_TOKEN_ID = remap['rare_id']
 elif shrunken_vocab_size is not None:
     fail("shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)")
-
-
 _problem = validate_schedule(schedule, remapping=remap is not None)
 if _problem:
     fail(f"schedule: {_problem}")
@@ -268,24 +254,8 @@ else:
             print(f"resuming {path} at iter {iter_num}")
 if state['remapping'] and remap is None:
     fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
-active_vocab_size = curriculum.space()[1].size
-if model.config.vocab_size != active_vocab_size:
-    fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's ({active_vocab_size}); "
-         f"prepare the data with the model's tokenizer")
-_space = remap if state['remapping'] else meta
-for _name in SPECIAL_IDS:  # a model that left a special id unset takes the data's
-    if getattr(model.config, _name) not in (None, _space[_name]):
-        fail(f"the model's {_name} is {getattr(model.config, _name)} but the data's is {_space[_name]}; its "
-             f"config.json disagrees with its tokenizer: fix {_name} in the model's config")
-    setattr(model.config, _name, _space[_name])
-if block_size > model.config.max_position_embeddings:
-    fail(f"block_size={block_size} exceeds max_position_embeddings={model.config.max_position_embeddings}; "
-         f"lower block_size or raise max_position_embeddings")
-try:  # a checkpoint or a Hugging Face folder attends the way this run asks
-    model.config.attn_implementation = attn_implementation
-    model.config._validate()
-except ValueError as e:
-    fail(f"invalid model config: {e}")
+fit_model_to_data(model, remap if state['remapping'] else meta, curriculum.space()[1].size, block_size,
+                  attn_implementation)
 if state['finetune_mode']:
     model.set_embedding_finetune_mode(True)
 model.to(device)
@@ -325,23 +295,10 @@ model = wrap(raw_model)
 
 
 def get_lr(it: int) -> float:
-    """Learning rate at iteration it: warmup, then wsd / cosine / constant, restarted by reset_lr_schedule."""
+    """Learning rate at iteration it; reset_lr_schedule restarts the schedule from lr_schedule_start."""
     base, start = state['lr_base'], state['lr_schedule_start']
-    floor = base * min_lr / learning_rate
-    t, total = it - start, (lr_decay_iters or max_iters) - start
-    if t < warmup_iters:
-        return base * (t + 1) / (warmup_iters + 1)
-    if lr_schedule == 'constant' or t >= total:
-        return base if lr_schedule == 'constant' else floor
-    if lr_schedule == 'cosine':
-        progress = (t - warmup_iters) / max(1, total - warmup_iters)
-        return floor + 0.5 * (1.0 + math.cos(math.pi * progress)) * (base - floor)
-    decay_iters = max(1, int(decay_fraction * total))
-    progress = (t - (total - decay_iters)) / decay_iters
-    if progress <= 0:
-        return base
-    remaining = 1 - progress if decay_shape == 'linear' else 1 - math.sqrt(progress)
-    return floor + (base - floor) * remaining
+    return scheduled_lr(it - start, (lr_decay_iters or max_iters) - start, base, base * min_lr / learning_rate,
+                        warmup_iters, lr_schedule, decay_fraction, decay_shape)
 
 
 # evaluation on a fixed sample with fixed masks, every rank agreeing -------------------------

@@ -1,11 +1,12 @@
-"""The optimizers: StableAdamW against its definition, the weight-decay conventions and groups, and exact resume."""
+"""The optimizers: StableAdamW against its definition, the weight-decay conventions and groups, exact resume, and the
+learning-rate schedules."""
 import math
 
 import pytest
 import torch
 
 from model import Encoder, EncoderConfig
-from optim import StableAdamW
+from optim import LR_SCHEDULES, StableAdamW, scheduled_lr
 from test_reliability import assert_same_weights, losses
 from test_train import train
 
@@ -78,3 +79,18 @@ def test_stable_adamw_trains_and_resumes_exactly(data_root, tmp_path):
     full, resumed = losses(tmp_path / 'full', 3), losses(tmp_path / 'resumed', 3)
     assert list(full) == [3, 4, 5] and full == resumed
     assert_same_weights(tmp_path / 'full', tmp_path / 'resumed')
+
+
+def test_learning_rate_schedules():
+    peak, floor = 1.0, 0.1
+    lr = {s: [scheduled_lr(t, 100, peak, floor, 10, s, 0.2, 'linear') for t in range(110)] for s in LR_SCHEDULES}
+    for s in LR_SCHEDULES:  # the same linear warmup, reaching the peak one step after it ends
+        assert lr[s][:10] == pytest.approx([(t + 1) / 11 for t in range(10)])
+    assert lr['constant'][10:] == [peak] * 100
+    assert lr['cosine'][10] == peak and lr['cosine'][55] == pytest.approx((peak + floor) / 2)
+    assert all(a >= b for a, b in zip(lr['cosine'][10:], lr['cosine'][11:]))
+    # wsd: flat until the last 20% of the 100 iterations, then linear to the floor, which it keeps after them
+    assert lr['wsd'][10:81] == [peak] * 71 and lr['wsd'][90] == pytest.approx((peak + floor) / 2)
+    assert lr['wsd'][100:] == [floor] * 10 and lr['cosine'][100:] == [floor] * 10
+    sqrt = scheduled_lr(84, 100, peak, floor, 10, 'wsd', 0.2, 'sqrt')  # 1 - sqrt(0.2) of the way left
+    assert sqrt == pytest.approx(floor + (peak - floor) * (1 - 0.2 ** 0.5))
