@@ -80,10 +80,24 @@ def checkpoint_encoder(ckpt: dict) -> Encoder:
     return model
 
 
-def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str) -> dict:
+# what may change when a run is restarted: its length, evaluation and logging, checkpointing, the machine
+RESTART_SETTINGS = {'max_iters', 'lr_decay_iters', 'eval_interval', 'log_interval', 'eval_iters', 'eval_only',
+                    'always_save_checkpoint', 'keep_last_checkpoints', 'checkpoint_interval', 'init_from', 'overwrite',
+                    'out_dir', 'data_root', 'wandb_log', 'wandb_project', 'wandb_run_name', 'wandb_mode', 'device',
+                    'compile', 'peak_flops', 'max_skipped_steps'}
+
+
+def other_run_settings(saved: dict, config: dict) -> list[str]:
+    """The settings in which the run that saved a checkpoint (its config) differs from this one, beyond those a
+    restart may change; settings the checkpoint does not know count as the same."""
+    return [k for k, v in config.items() if k not in RESTART_SETTINGS and saved.get(k, v) != v]
+
+
+def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_run: dict | None = None) -> dict:
     """The checkpoint a train.py run starts from (init_from=<path>) or resumes, checked against the run: the tokenizer
     of its data, its architecture and, on resume or in the shrunken vocabulary (whose ids only mean something in the
-    preparation they were remapped from), the same preparation of the data. SystemExit with one line otherwise."""
+    preparation they were remapped from), the same preparation of the data; and with same_run (a run's config), that
+    it is that run's checkpoint (init_from='auto'). SystemExit with one line otherwise."""
     if not os.path.isfile(path):
         raise SystemExit(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if resume else ""))
     ckpt = load_checkpoint(path)
@@ -98,6 +112,11 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str) -> dic
     if (resume or ckpt.get('state', {}).get('remapping')) and not same_data:
         raise SystemExit(f"{path} was trained on a different preparation of {meta['dataset']}; use the same data "
                          f"or a new out_dir")
+    changed = other_run_settings(ckpt.get('config', {}), same_run or {})
+    if changed:
+        settings = ', '.join(f"{k}={ckpt['config'][k]!r} (not {same_run[k]!r})" for k in changed)
+        raise SystemExit(f"{path} is another run's: it has {settings}; use another out_dir, or --init_from=resume to "
+                         f"continue it with this run's settings")
     return ckpt
 
 

@@ -39,8 +39,11 @@ eval_iters = 20  # batches per split in each evaluation (a fixed sample with fix
 eval_only = False
 always_save_checkpoint = True
 keep_last_checkpoints = 0  # also keep ckpt_<iter>.pt for the last k saves (0: only ckpt.pt)
-init_from = 'scratch'  # 'scratch' | 'resume' | path/to/ckpt.pt | 'hf:<folder or hub id>'
+# 'scratch' | 'resume' | path/to/ckpt.pt | 'hf:<folder or hub id>' | 'auto' (resume out_dir's checkpoint when this
+# run saved one, else scratch: what torchrun restarts and requeued jobs need) | 'auto:<a start>' (else that start)
+init_from = 'scratch'
 overwrite = False  # allow a new run (any init_from but resume) to replace out_dir's ckpt.pt and metrics.jsonl
+checkpoint_interval = 0  # also save every n iterations, evaluated or not, to bound what a kill loses (0: at evals)
 # wandb
 wandb_log = False
 wandb_project = 'nanobert'
@@ -130,18 +133,38 @@ if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_toke
 if learning_rate <= 0 or min_lr < 0:
     fail("learning_rate must be > 0 and min_lr >= 0")
 for _name in ('batch_size', 'block_size', 'gradient_accumulation_steps', 'max_iters', 'eval_interval',
-              'log_interval', 'eval_iters'):
-    if globals()[_name] < 1:
-        fail(f"{_name}={globals()[_name]} must be at least 1")
+              'log_interval', 'eval_iters', 'checkpoint_interval'):
+    if globals()[_name] < (_name != 'checkpoint_interval'):  # checkpoint_interval may be 0 (off)
+        fail(f"{_name}={globals()[_name]} must be at least {int(_name != 'checkpoint_interval')}")
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
-if not (init_from in ('scratch', 'resume') or init_from.startswith('hf:') or init_from.endswith('.pt')):
-    fail(f"init_from='{init_from}' must be 'scratch', 'resume', a path to a .pt checkpoint or 'hf:<folder or hub id>'")
+auto_resume = init_from == 'auto' or init_from.startswith('auto:')
+start_from = init_from.removeprefix('auto').removeprefix(':') or 'scratch' if auto_resume else init_from
+if not (start_from in ('scratch', 'resume') or start_from.startswith('hf:') or start_from.endswith('.pt')):
+    fail(f"init_from='{init_from}' must be 'scratch', 'resume', a path to a .pt checkpoint, 'hf:<folder or hub id>', "
+         f"'auto' or 'auto:<one of those>'")
+
 
 # DDP: torchrun sets RANK; NCCL on CUDA, gloo on CPU ----------------------------
+def init_distributed(backend: str) -> None:
+    """init_process_group, safe under torchrun --max-restarts. torchrun's agent keeps its store across restarts, and
+    a relaunched worker that read the last attempt's addresses there would wait on them forever: each attempt gets
+    keys of its own. The restart count that names them agrees on one node only, hence the refusal on several."""
+    if os.environ.get('TORCHELASTIC_USE_AGENT_STORE') != 'True':
+        dist.init_process_group(backend)
+        return
+    if int(os.environ['GROUP_WORLD_SIZE']) > 1 and int(os.environ['TORCHELASTIC_MAX_RESTARTS']) > 0:
+        fail("torchrun --max-restarts on several nodes needs a new store for each attempt: set "
+             "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in torchrun's environment")
+    store = dist.TCPStore(os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False)
+    store = dist.PrefixStore(f"attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
+    dist.init_process_group(backend, store=store, rank=int(os.environ['RANK']),
+                            world_size=int(os.environ['WORLD_SIZE']))
+
+
 ddp = int(os.environ.get('RANK', -1)) != -1
 if ddp:
-    dist.init_process_group(backend='nccl' if device.startswith('cuda') else 'gloo')
+    init_distributed('nccl' if device.startswith('cuda') else 'gloo')
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if device.startswith('cuda'):
         device = f'cuda:{int(os.environ["LOCAL_RANK"])}'
@@ -227,9 +250,11 @@ def model_config_from_globals(vocab_size: int) -> EncoderConfig:
 
 
 checkpoint = None
-iter_num, best_val_loss, wandb_run_id = 0, 1e9, None
+iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
+if auto_resume:  # out_dir is this run's: its checkpoint, if any, is where a killed attempt left off
+    init_from = 'resume' if os.path.exists(ckpt_path) else start_from
 # everything but resume starts a new run in out_dir: it must not replace another run's checkpoint or log
-if init_from != 'resume' and not overwrite and not eval_only:
+if init_from != 'resume' and not overwrite and not eval_only and not auto_resume:
     for _name in ('ckpt.pt', 'metrics.jsonl'):
         if os.path.exists(os.path.join(out_dir, _name)):
             fail(f"{os.path.join(out_dir, _name)} exists; use --init_from=resume to continue that run, another "
@@ -244,12 +269,12 @@ elif init_from.startswith('hf:'):
     model = Encoder.from_pretrained(_folder)
 else:
     path = ckpt_path if init_from == 'resume' else init_from
-    checkpoint = load_start_checkpoint(path, init_from == 'resume', meta, arch)
+    checkpoint = load_start_checkpoint(path, init_from == 'resume', meta, arch, config if auto_resume else None)
     model = checkpoint_encoder(checkpoint)
     if init_from == 'resume':
         state.update(checkpoint['state'])
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
-        wandb_run_id = checkpoint.get('wandb_run_id')
+        wandb_run_id, keep_metrics_bytes = checkpoint.get('wandb_run_id'), checkpoint.get('metrics_bytes')
         if master:
             print(f"resuming {path} at iter {iter_num}")
 if state['remapping'] and remap is None:
@@ -323,11 +348,18 @@ def evaluate() -> dict:
 
 
 # checkpoints, metrics, wandb (rank 0) -------------------------------------------------------
+metrics_path = os.path.join(out_dir, 'metrics.jsonl')
+
+
+def metrics_size() -> int:
+    return os.path.getsize(metrics_path) if os.path.exists(metrics_path) else 0
+
+
 def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=asdict(raw_model.config), optimizer=optimizer.state_dict(),
                 parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(), iter_num=it,
                 best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
-                tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id)
+                tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=metrics_size())
 
 
 def save(it: int) -> None:
@@ -343,7 +375,7 @@ def save(it: int) -> None:
 def log_metrics(record: dict) -> None:
     if not master:
         return
-    with open(os.path.join(out_dir, 'metrics.jsonl'), 'a') as f:
+    with open(metrics_path, 'a') as f:
         f.write(json.dumps(record) + '\n')
     if wandb_log:
         wandb.log({k: v for k, v in record.items() if k != 'iter'}, step=record['iter'])
@@ -351,8 +383,10 @@ def log_metrics(record: dict) -> None:
 
 if master:
     os.makedirs(out_dir, exist_ok=True)
-    if init_from != 'resume' and not eval_only and os.path.exists(os.path.join(out_dir, 'metrics.jsonl')):
-        os.remove(os.path.join(out_dir, 'metrics.jsonl'))  # a fresh run starts a fresh log
+    # a fresh run starts a fresh log; a resumed one drops the records of the steps after its checkpoint (an attempt
+    # that was killed), which it logs again, so that the log holds each iteration once
+    if not eval_only and keep_metrics_bytes is not None and metrics_size() > keep_metrics_bytes:
+        os.truncate(metrics_path, keep_metrics_bytes)
     if wandb_log:
         import wandb
         wandb_run_id = wandb.init(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode,
@@ -375,6 +409,7 @@ WARMUP_ITERS = 5  # iterations MFU and the ETA leave out: compilation, allocator
 consecutive_skips, t_last, t_warm, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
 while True:
+    save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
         metrics = evaluate()
         state['last_eval_iter'], state['last_val_loss'] = iter_num, metrics['val_loss']
@@ -382,10 +417,10 @@ while True:
         if master:
             print(f"iter {iter_num}: train loss {metrics['train_loss']:.4f}, val loss {metrics['val_loss']:.4f}, "
                   f"val acc {metrics['val_acc']:.4f}")
-        if metrics['val_loss'] < best_val_loss or always_save_checkpoint:
-            best_val_loss = min(best_val_loss, metrics['val_loss'])
-            if iter_num > 0 and not eval_only:
-                save(iter_num)
+        save_now |= metrics['val_loss'] < best_val_loss or always_save_checkpoint
+        best_val_loss = min(best_val_loss, metrics['val_loss'])
+    if save_now and local_iter > 0 and not eval_only:  # at local_iter 0 the checkpoint is where this process began
+        save(iter_num)
     if iter_num >= max_iters or eval_only:
         break
     try:

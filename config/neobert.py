@@ -2,7 +2,7 @@
 # 20% masking, every selected token -> [MASK], AdamW (0.9, 0.95, eps 1e-8, wd 0.01 on every parameter), clipping 1.0,
 # 2k warmup steps then cosine to 10%, block 1024 (docs/recipes.md). NeoBERT uses bert-base-uncased's WordPiece:
 #   python prepare.py --dataset=<corpus> --tokenizer=bert-base-uncased --out_dir=data/<corpus>_bert
-# torchrun --standalone --nproc_per_node=8 train.py config/neobert.py --dataset=<corpus>_bert
+# torchrun --standalone --nproc_per_node=8 --max-restarts=3 train.py config/neobert.py --dataset=<corpus>_bert
 out_dir = 'out-neobert'
 dataset = 'shakespeare_bert'
 
@@ -30,6 +30,8 @@ warmup_iters = 2000
 max_iters = 100000
 
 eval_interval = 1000
+checkpoint_interval = 250  # a kill loses at most this many steps
+init_from = 'auto'  # a torchrun --max-restarts relaunch or a requeued job continues from out_dir
 eval_iters = 50
 wandb_log = True
 wandb_run_name = 'neobert'

@@ -3,7 +3,7 @@
 # eps 1e-6, warmup-stable-decay with 1-sqrt decay over the last 10%) is train.py's defaults.
 # Values against ModernBERT's own yaml files: docs/recipes.md.
 #   python prepare.py --dataset=<corpus> --tokenizer=modernbert
-#   torchrun --standalone --nproc_per_node=8 train.py config/small_mlm.py --dataset=<corpus>
+#   torchrun --standalone --nproc_per_node=8 --max-restarts=3 train.py config/small_mlm.py --dataset=<corpus>
 out_dir = 'out-small'
 dataset = 'shakespeare'
 
@@ -28,6 +28,8 @@ warmup_iters = 1000
 max_iters = 20000
 
 eval_interval = 500
+checkpoint_interval = 250  # a kill loses at most this many steps
+init_from = 'auto'  # a torchrun --max-restarts relaunch or a requeued job continues from out_dir
 eval_iters = 50
 wandb_log = True
 wandb_run_name = 'small-mlm'
