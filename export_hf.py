@@ -24,7 +24,7 @@ import sys
 from checkpoint import checkpoint_encoder, load_checkpoint
 from configurator import configure
 from model import Encoder
-from prepare import load_remap, recorded_hf_tokenizer
+from prepare import Tokenizer, folder_tokenizer, load_remap, load_tokenizer, recorded_hf_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
@@ -51,6 +51,17 @@ def checkpoint_model(ckpt: dict) -> tuple[Encoder, dict | None]:
         raise SystemExit(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
                          f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
     return model, remap
+
+
+def exported_model(folder: str) -> tuple[Encoder, Tokenizer]:
+    """The model and tokenizer of a folder written by export_hf.py (or a Hugging Face ModernBERT/NeoBERT folder with
+    tokenizer files); SystemExit with one line when it is not one."""
+    if folder_tokenizer(folder) is None:  # checks the files against the fingerprint an export records
+        raise SystemExit(f"{folder} has no tokenizer files; export the model with export_hf.py")
+    try:
+        return Encoder.from_pretrained(folder), load_tokenizer(folder)
+    except (OSError, ValueError) as e:  # no config.json, another model type, missing weights
+        raise SystemExit(f"cannot load the model in {folder} ({e})")
 
 
 def full_vocabulary_model(ckpt: dict) -> Encoder:

@@ -12,9 +12,8 @@ import torch
 
 from checkpoint import load_checkpoint
 from configurator import configure
-from export_hf import checkpoint_model
-from model import Encoder
-from prepare import Tokenizer, folder_tokenizer, load_recorded_tokenizer, load_tokenizer
+from export_hf import checkpoint_model, exported_model
+from prepare import load_recorded_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
@@ -37,13 +36,7 @@ class MaskFiller:
 
     def __init__(self, path: str, device: str = 'cpu'):
         if os.path.isdir(path):
-            if folder_tokenizer(path) is None:  # checks the files against the fingerprint an export records
-                raise SystemExit(f"fill_mask.py: {path} has no tokenizer files; export the model with export_hf.py")
-            try:
-                self.model, self.remap = Encoder.from_pretrained(path), None
-            except (OSError, ValueError) as e:  # no config.json, another model type, missing weights
-                raise SystemExit(f"fill_mask.py: cannot load the model in {path} ({e})")
-            self.tokenizer: Tokenizer = load_tokenizer(path)
+            (self.model, self.tokenizer), self.remap = exported_model(path), None
         elif os.path.isfile(path):
             ckpt = load_checkpoint(path)
             self.model, self.remap = checkpoint_model(ckpt)

@@ -556,14 +556,11 @@ class Encoder(nn.Module):
             return device.type == "cuda" and self.training and not self.config.attention_dropout
         return impl == "flex"
 
-    def forward(self, input_ids, attention_mask=None, labels=None, document_ids=None, max_predictions=None):
-        """Logits [B, T, V] without labels; with labels (IGNORE_INDEX where nothing is predicted) the logits of the
-        predicted rows and their mean cross-entropy. document_ids [B, T]: tokens attend only within their document.
-        max_predictions: a fixed number of predicted rows (at least the number of labels), so that the shapes do
-        not depend on the batch: the forward then compiles to one graph with no host sync; the logits have
-        max_predictions rows, those past the real ones predicting nothing."""
+    def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+               document_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The final hidden states [B, T, hidden_size] (after the final norm): what a task head or pooling reads."""
         c = self.config
-        B, T = input_ids.shape
+        T = input_ids.shape[1]
         if T > c.max_position_embeddings:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}")
         kinds = {c.layer_kind(i) for i in range(c.num_hidden_layers)}
@@ -571,7 +568,16 @@ class Encoder(nn.Module):
         ropes = {k: rope_cos_sin(T, c.head_dim, thetas[k], input_ids.device) for k in kinds}
         build_masks = flex_masks if self.uses_flex(input_ids.device) else attention_masks
         masks = build_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device, document_ids)
-        h = self.model(input_ids, ropes, masks)
+        return self.model(input_ids, ropes, masks)
+
+    def forward(self, input_ids, attention_mask=None, labels=None, document_ids=None, max_predictions=None):
+        """Logits [B, T, V] without labels; with labels (IGNORE_INDEX where nothing is predicted) the logits of the
+        predicted rows and their mean cross-entropy. document_ids [B, T]: tokens attend only within their document.
+        max_predictions: a fixed number of predicted rows (at least the number of labels), so that the shapes do
+        not depend on the batch: the forward then compiles to one graph with no host sync; the logits have
+        max_predictions rows, those past the real ones predicting nothing."""
+        B, T = input_ids.shape
+        h = self.encode(input_ids, attention_mask, document_ids)
         if labels is None:
             return self.decoder(self.head(h)), None
         # sparse prediction: only rows with a label go through the head and the decoder

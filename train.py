@@ -8,13 +8,13 @@ Defaults are the globals below; config files and --key=value override them (conf
 gradient_accumulation_steps counts micro-batches per optimizer step over ALL ranks, so the same
 command gives the same global batch, windows and masks whatever the number of processes.
 """
+import dataclasses
 import json
 import os
 import signal
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import asdict
 
 import torch
 import torch.distributed as dist
@@ -233,15 +233,12 @@ def make_batch(split: str, rate: float, *key: int):
 
 # model ---------------------------------------------------------------------------
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
-MODEL_KEYS = ('arch', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads',
-              'max_position_embeddings', 'global_attn_every_n_layers', 'local_attention', 'global_rope_theta',
-              'local_rope_theta', 'attn_implementation')
 
 
 def model_config_from_globals(vocab_size: int) -> EncoderConfig:
     space = remap if remap is not None else meta
     dropouts = {f'{part}_dropout': dropout for part in ('embedding', 'attention', 'mlp')}
-    fields = {k: globals()[k] for k in MODEL_KEYS} | dropouts
+    fields = {f.name: config[f.name] for f in dataclasses.fields(EncoderConfig) if f.name in config} | dropouts
     fields = {k: v for k, v in (fields | {k: space[k] for k in SPECIAL_IDS} | model_overrides).items() if v is not None}
     try:
         return EncoderConfig(vocab_size=vocab_size, **fields)
@@ -356,7 +353,7 @@ def metrics_size() -> int:
 
 
 def checkpoint_state(it: int) -> dict:
-    return dict(model=raw_model.state_dict(), model_args=asdict(raw_model.config), optimizer=optimizer.state_dict(),
+    return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config), optimizer=optimizer.state_dict(),
                 parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(), iter_num=it,
                 best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
                 tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=metrics_size())

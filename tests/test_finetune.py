@@ -1,0 +1,145 @@
+"""finetune.py: the metrics against known values, the built-in shakespeare_works task end to end, a local JSONL task
+that a tiny model must learn, GLUE's task table through a stand-in for `datasets`, and the refusals."""
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import finetune
+from conftest import run_script
+from prepare import load_tokenizer
+from test_train import train
+
+
+@pytest.fixture(scope='module')
+def ckpt(data_root, tmp_path_factory):
+    out = tmp_path_factory.mktemp('pretrained')
+    train(data_root, out, '--max_iters=2', '--eval_interval=2')
+    return str(out / 'ckpt.pt')
+
+
+def test_metrics_against_known_values():
+    pred, gold = np.array([1, 1, 0, 0, 1]), np.array([1, 0, 0, 1, 1])
+    assert finetune.accuracy(pred, gold) == pytest.approx(3 / 5)
+    assert finetune.f1(pred, gold) == pytest.approx(2 / 3)  # tp 2, 3 predicted, 3 actual
+    assert finetune.mcc(pred, gold) == pytest.approx(1 / 6)  # (2 * 1 - 1 * 1) / sqrt(3 * 3 * 2 * 2)
+    assert finetune.mcc(np.ones(4), np.array([1, 0, 1, 0])) == 0.0  # a constant answer: no correlation
+    assert finetune.pearson(np.array([1., 2, 3, 4]), np.array([2., 4, 6, 8])) == pytest.approx(1.0)
+    assert finetune.pearson(np.array([1., 2, 3, 4]), np.array([4., 3, 2, 1])) == pytest.approx(-1.0)
+    # ties share their mean rank: ranks [1, 2.5, 2.5, 4] against [1, 3, 2, 4] give 4.5 / sqrt(4.5 * 5)
+    assert finetune.spearman(np.array([1., 2, 2, 3]), np.array([1., 3, 2, 4])) == pytest.approx(4.5 / (4.5 * 5) ** 0.5)
+    assert finetune.spearman(np.array([1., 2, 3]), np.array([1., 10, 100])) == pytest.approx(1.0)
+
+
+def test_shakespeare_works_split_shares_no_text():
+    task = finetune.shakespeare_works_task(400)
+    val = task.evals['validation']
+    assert task.num_labels == len(task.label_names) > 30 and 'hamlet' in task.label_names
+    assert {y for _, y in task.train} == {y for _, y in val} == set(range(task.num_labels))
+    assert len(val) == pytest.approx(len(task.train) / 9, rel=0.05)
+    assert all(len(texts[0]) == 400 for texts, _ in task.train[:100] + val[:100])
+    train_text = '\n'.join(texts[0] for texts, _ in task.train)
+    assert not any(texts[0] in train_text for texts, _ in val[::50])  # passages are disjoint slices of each work
+    assert 0 < task.majority_baseline() < 0.05
+
+
+def test_pairs_are_cut_longest_first():
+    tok = load_tokenizer('gpt2')
+    long, short = ' word' * 40, ' a b c'
+    (both_long,), (one_short,) = (finetune.encode([((t, long), 0)], tok, 16) for t in (long, short))
+    assert len(both_long) == len(one_short) == 16
+    assert one_short[1:5] == [*tok.encode_ordinary(short), tok.sep_token_id]  # the short text is kept whole
+    assert both_long.count(tok.sep_token_id) == 2 and both_long.index(tok.sep_token_id) == 1 + 6  # halves of the room
+    (single,) = finetune.encode([((long,), 0)], tok, 16)
+    assert single[0] == tok.cls_token_id and single[-1] == tok.sep_token_id and len(single) == 16
+
+
+def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
+    common = ['finetune.py', f'--init_from={ckpt}', '--max_train_samples=96', '--max_eval_samples=64', '--epochs=1',
+              '--batch_size=16', '--max_length=64', '--seeds=0,1', '--device=cpu']
+    run_script(*common, f'--out={tmp_path / "pretrained.json"}')
+    run_script(*common, '--from_scratch', f'--out={tmp_path / "scratch.json"}')
+    for name in ('pretrained', 'scratch'):
+        result = json.loads((tmp_path / f'{name}.json').read_text())
+        assert result['task'] == 'shakespeare_works' and result['metric'] == 'accuracy'
+        assert result['from_scratch'] == (name == 'scratch') and result['train_examples'] == 96
+        assert len(result['per_seed']) == 2 and 0 <= result['value'] <= 1
+        assert result['value'] == pytest.approx(np.median([s['accuracy'] for s in result['per_seed']]))
+        assert 0 < result['majority_baseline'] < 0.2
+
+
+def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
+    """A task a tiny model learns in two epochs: does the sentence say good or bad (one token decides)."""
+    rng = np.random.default_rng(0)
+    words = ['king', 'queen', 'sword', 'crown', 'night', 'storm', 'letter', 'ghost']
+    for split, n in (('train', 320), ('dev', 64)):
+        rows = [{'sentence': f"the {rng.choice(words)} is {'good' if y else 'bad'} today", 'label': ['no', 'yes'][y]}
+                for y in rng.integers(0, 2, n)]
+        (tmp_path / f'{split}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    result = finetune.main([f'--init_from={ckpt}', '--task=files', f'--train_file={tmp_path / "train.jsonl"}',
+                            f'--validation_file={tmp_path / "dev.jsonl"}', '--text_fields=sentence',
+                            '--learning_rate=3e-3', '--epochs=2', '--batch_size=16', '--pooling=mean',
+                            '--device=cpu'])
+    assert result['metric'] == 'accuracy' and set(result['metrics']) == {'accuracy', 'f1'}
+    assert result['value'] > 0.9, result
+
+
+def test_glue_tasks_through_datasets(ckpt, monkeypatch):
+    """The GLUE table (fields, labels, metrics, MNLI's two validation sets) through a stand-in for datasets."""
+    rng = np.random.default_rng(0)
+
+    def load_dataset(path, name):
+        assert path == 'nyu-mll/glue'
+        fields, num_labels, _, evals = finetune.GLUE_TASKS[name]
+        def rows(n):
+            return [{**{f: f"text {i} for {f}" for f in fields},
+                     'label': float(rng.random() * 5) if num_labels == 1 else int(rng.integers(num_labels))}
+                    for i in range(n)]
+        return {'train': rows(32), **{split: rows(16) for split in evals}}
+
+    monkeypatch.setitem(sys.modules, 'datasets', types.SimpleNamespace(load_dataset=load_dataset))
+    args = [f'--init_from={ckpt}', '--epochs=1', '--batch_size=8', '--max_length=32', '--device=cpu']
+    mnli = finetune.main([*args, '--task=glue/mnli'])
+    assert mnli['metric'] == 'accuracy' and set(mnli['metrics']) == {'accuracy', 'accuracy_validation_mismatched'}
+    stsb = finetune.main([*args, '--task=glue/stsb'])
+    assert stsb['metric'] == 'spearman' and stsb['majority_baseline'] is None and -1 <= stsb['value'] <= 1
+    assert finetune.main([*args, '--task=glue/mrpc'])['metrics'].keys() == {'f1', 'accuracy'}
+    monkeypatch.setitem(sys.modules, 'datasets', None)  # not installed
+    with pytest.raises(SystemExit, match='pip install datasets'):
+        finetune.main([*args, '--task=glue/cola'])
+
+
+REFUSALS = {
+    'unknown task': (['--task=squad'], "unknown task 'squad'; use shakespeare_works, glue/<name> or files"),
+    'unknown glue task': (['--task=glue/wnli'], "unknown GLUE task 'wnli'"),
+    'no checkpoint': (['--init_from=nope.pt'], 'no checkpoint or model folder at nope.pt'),
+    'missing field': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/a.jsonl',
+                       '--text_fields=premise'], "record 1, has no field 'premise'"),
+    'unseen label': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/b.jsonl'],
+                     "has label 'maybe', which"),
+    'not json': (['--task=files', '--train_file={tmp}/c.jsonl', '--validation_file={tmp}/a.jsonl'],
+                 'cannot read'),
+    'bad pooling': (['--pooling=max'], "pooling='max' is not one of cls, mean"),
+}
+
+
+@pytest.mark.parametrize('case', REFUSALS)
+def test_bad_input_gets_one_line(case, ckpt, tmp_path):
+    (tmp_path / 'a.jsonl').write_text('{"text": "to be", "label": "yes"}\n{"text": "or not", "label": "no"}\n')
+    (tmp_path / 'b.jsonl').write_text('{"text": "to be", "label": "maybe"}\n')
+    (tmp_path / 'c.jsonl').write_text('{"text": "to be", "lab\n')
+    args, message = REFUSALS[case]
+    result = run_script('finetune.py', f'--init_from={ckpt}', *[a.format(tmp=tmp_path) for a in args], check=False)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert message in result.stderr
+
+
+def test_a_model_without_a_tokenizer_is_refused(ckpt, tmp_path):
+    import torch
+    bare = torch.load(ckpt, weights_only=True)
+    del bare['tokenizer']
+    torch.save(bare, tmp_path / 'bare.pt')
+    result = run_script('finetune.py', f'--init_from={tmp_path / "bare.pt"}', check=False)
+    assert result.returncode == 1 and 'records no tokenizer' in result.stderr.strip()
