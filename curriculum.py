@@ -1,7 +1,8 @@
 """
-The grow-as-you-go vocabulary curriculum: train in a shrunken vocabulary (rare tokens remapped on the fly to one RARE
-token), then grow, driven by a schedule of operations. train.py makes one Curriculum and calls `run` once per
-iteration; everything the schedule changes lives here.
+The schedule of operations that change a run as it goes: the grow-as-you-go vocabulary curriculum (train in a
+shrunken vocabulary, rare tokens remapped on the fly to one RARE token, then grow) and training phases (the learning
+rate, the masking rate, the batch and block size, RoPE theta: ModernBERT's batch-size warmup and context extension).
+train.py makes one Curriculum and calls `run` once per iteration; everything the schedule changes lives here.
 
 An operation is one function `op_<name>(cur, model, value, it) -> dict` and one line in OPERATIONS. It returns
 {'rebuild': True} when it changes which parameters exist or train (the optimizer is rebuilt, its state carried over by
@@ -64,23 +65,33 @@ def op_disable_vocab_remapping(cur: "Curriculum", model: Encoder, value, it: int
     return {}
 
 
-def op_set_lr(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
-    cur.state['lr_base'] = float(value)
-    return {}
-
-
 def op_reset_lr_schedule(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
     cur.state['lr_schedule_start'] = it
     return {}
 
 
-def op_set_mask_rate(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
-    cur.state['mask_rate'] = float(value)
+def op_set_rope_theta(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    """[global, local] theta (None keeps one): the rotary tables are computed from the config at every forward."""
+    for key, theta in zip(('global_rope_theta', 'local_rope_theta'), value):
+        if theta is not None:
+            setattr(model.config, key, float(theta))
     return {}
+
+
+def setter(key: str, convert: Callable = float) -> Callable:
+    """The operation that sets one entry of the run's state (train.py reads it at every step)."""
+    def op_set(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+        cur.state[key] = convert(value)
+        return {}
+    return op_set
 
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
 # name: (function, check of the value, what the value must be)
@@ -90,11 +101,22 @@ OPERATIONS = {
                           '[source_token_id (None: RARE), noise_std]'),
     'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool), 'True or False'),
     'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True), 'None or True'),
-    'set_lr': (op_set_lr, lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
+    'set_lr': (setter('lr_base'), lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
     'reset_lr_schedule': (op_reset_lr_schedule, lambda v: v in (None, True), 'None or True'),
-    'set_mask_rate': (op_set_mask_rate, lambda v: _is_number(v) and 0 < v < 1, 'a rate in (0, 1)'),
+    'set_mask_rate': (setter('mask_rate'), lambda v: _is_number(v) and 0 < v < 1, 'a rate in (0, 1)'),
+    'set_batch_size': (setter('batch_size', int), _is_count, 'a positive micro-batch size'),
+    'set_block_size': (setter('block_size', int), _is_count, 'a positive number of tokens'),
+    'set_gradient_accumulation_steps': (setter('gradient_accumulation_steps', int), _is_count,
+                                        'a positive number of micro-batches (over all ranks)'),
+    'set_rope_theta': (op_set_rope_theta, lambda v: isinstance(v, (list, tuple)) and len(v) == 2
+                       and all(t is None or (_is_number(t) and t > 0) for t in v), '[global, local] (None keeps one)'),
 }
 TRIGGER_KEYS = ('at_iter', 'trigger_loss', 'max_wait_iters')
+
+
+def scheduled_values(schedule: list, name: str) -> list:
+    """The values the schedule's operations called name set (for the checks a run makes before it starts)."""
+    return [op.get('value') for op in schedule if isinstance(op, dict) and op.get('name') == name]
 
 
 # validation: every problem found before the first step ---------------------------------------------------------------
@@ -199,7 +221,7 @@ class Curriculum:
     """The token spaces, the schedule and the state it changes, and the optimizer state of frozen parameters."""
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
-                 learning_rate: float, mask_rate: float, device, seed: int):
+                 learning_rate: float, mask_rate: float, device, seed: int, shape: dict | None = None):
         self.schedule = schedule
         self.seed = seed  # of the resize noise
         self.full_space = TokenSpace(meta, device)
@@ -218,6 +240,8 @@ class Curriculum:
             last_eval_iter=-1,
             last_val_loss=float('inf'),
             skipped_steps=0,
+            tokens=0,  # trained on so far: the x axis for comparing runs whose steps differ in size
+            **(shape or {}),  # batch_size, block_size, gradient_accumulation_steps: the phase operations set them
         )
 
     def space(self) -> tuple[torch.Tensor | None, TokenSpace]:

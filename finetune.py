@@ -202,7 +202,8 @@ def files_task(cfg: dict) -> Task:
         if not rows:
             fail(f"{path} has no records")
         for n, row in enumerate(rows, 1):
-            missing = [k for k in (*cfg['text_fields'], cfg['label_field']) if not isinstance(row, dict) or k not in row]
+            missing = [k for k in (*cfg['text_fields'], cfg['label_field'])
+                       if not isinstance(row, dict) or k not in row]
             if missing:
                 fail(f"{path}, record {n}, has no field {missing[0]!r}; name the fields with --text_fields and "
                      f"--label_field")

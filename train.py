@@ -22,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import checkpoint_encoder, fit_model_to_data, keep_last, load_start_checkpoint, save_checkpoint
 from configurator import fail
-from curriculum import Curriculum, ScheduleError, load_run_remap, validate_schedule
+from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from hf import hf_folder
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, get_document_windows, get_windows, mask_tokens,
                  micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
@@ -136,6 +136,9 @@ for _name in ('batch_size', 'block_size', 'gradient_accumulation_steps', 'max_it
               'log_interval', 'eval_iters', 'checkpoint_interval'):
     if globals()[_name] < (_name != 'checkpoint_interval'):  # checkpoint_interval may be 0 (off)
         fail(f"{_name}={globals()[_name]} must be at least {int(_name != 'checkpoint_interval')}")
+_problem = validate_schedule(schedule, remapping=vocab_remapping_file is not None)
+if _problem:
+    fail(f"schedule: {_problem}")
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 auto_resume = init_from == 'auto' or init_from.startswith('auto:')
@@ -172,10 +175,10 @@ if ddp:
 else:
     rank, world_size = 0, 1
 master = rank == 0
-if gradient_accumulation_steps % world_size:
-    fail(f"gradient_accumulation_steps={gradient_accumulation_steps} must be divisible by the "
-         f"{world_size} processes (it counts micro-batches over all ranks)")
-micro_steps = gradient_accumulation_steps // world_size
+for _steps in [gradient_accumulation_steps, *scheduled_values(schedule, 'set_gradient_accumulation_steps')]:
+    if _steps % world_size:
+        fail(f"gradient_accumulation_steps={_steps} must be divisible by the {world_size} processes (it counts "
+             f"micro-batches over all ranks)")
 device_type = 'cuda' if device.startswith('cuda') else 'cpu'
 compile = device_type == 'cuda' if compile is None else compile
 if attn_implementation == 'flex' and device_type != 'cuda':
@@ -197,7 +200,8 @@ def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
 # data ------------------------------------------------------------------------
 data_dir = os.path.join(data_root, dataset)
 prepare_hint = f"run: python prepare.py --dataset={dataset} --out_dir={data_dir}"
-meta = load_dataset(data_dir, block_size, prepare_hint)  # stops with one line on a problem
+longest_block = max([block_size, *scheduled_values(schedule, 'set_block_size')])
+meta = load_dataset(data_dir, longest_block, prepare_hint)  # stops with one line on a problem
 
 
 # vocabulary: the active token space is the shrunken one while remapping is on ----
@@ -207,11 +211,10 @@ if vocab_remapping_file is not None:
     RARE_TOKEN_ID = remap['rare_id']
 elif shrunken_vocab_size is not None:
     fail("shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)")
-_problem = validate_schedule(schedule, remapping=remap is not None)
-if _problem:
-    fail(f"schedule: {_problem}")
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
-curriculum = Curriculum(schedule, meta, remap, RARE_TOKEN_ID, learning_rate, mask_rate, device, seed)
+curriculum = Curriculum(schedule, meta, remap, RARE_TOKEN_ID, learning_rate, mask_rate, device, seed,
+                        shape=dict(batch_size=batch_size, block_size=block_size,
+                                   gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
 eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
@@ -220,11 +223,11 @@ def make_batch(split: str, rate: float, *key: int):
     """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key); returns
     inputs, labels and the document ids of document packing (None without it)."""
     gen = torch.Generator().manual_seed(seed_for(seed, *key))
+    shape = state['batch_size'], state['block_size']  # phase operations change them
     if pack_documents:
-        x, documents = get_document_windows(data_dir, split, meta['dtype'], batch_size, block_size,
-                                            meta['cls_token_id'], gen, device)
+        x, documents = get_document_windows(data_dir, split, meta['dtype'], *shape, meta['cls_token_id'], gen, device)
     else:
-        x, documents = get_windows(data_dir, split, meta['dtype'], batch_size, block_size, gen, device), None
+        x, documents = get_windows(data_dir, split, meta['dtype'], *shape, gen, device), None
     mapping, space = curriculum.space()
     # windows are drawn on the CPU; on a GPU the masks are drawn there, from the same key extended by 1
     dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
@@ -276,7 +279,7 @@ else:
             print(f"resuming {path} at iter {iter_num}")
 if state['remapping'] and remap is None:
     fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
-fit_model_to_data(model, remap if state['remapping'] else meta, curriculum.space()[1].size, block_size,
+fit_model_to_data(model, remap if state['remapping'] else meta, curriculum.space()[1].size, longest_block,
                   attn_implementation)
 if state['finetune_mode']:
     model.set_embedding_finetune_mode(True)
@@ -353,9 +356,9 @@ def metrics_size() -> int:
 
 
 def checkpoint_state(it: int) -> dict:
-    return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config), optimizer=optimizer.state_dict(),
-                parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(), iter_num=it,
-                best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
+    return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config),
+                optimizer=optimizer.state_dict(), parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(),
+                iter_num=it, best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
                 tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=metrics_size())
 
 
@@ -396,10 +399,10 @@ signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.set())
 signal.signal(signal.SIGINT, lambda signum, frame: stop_requested.set())
 
 # training loop -------------------------------------------------------------------------------
-tokens_per_iter = gradient_accumulation_steps * batch_size * block_size
 if master:
     print(f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
-          f"{tokens_per_iter:,} tokens per iteration, {world_size} process(es), device {device}, {dtype}")
+          f"{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} process(es), "
+          f"device {device}, {dtype}")
     print(f"attention: {raw_model.attention_summary(torch.device(device))}")
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
 WARMUP_ITERS = 5  # iterations MFU and the ETA leave out: compilation, allocator and cache warm-up
@@ -447,13 +450,17 @@ while True:
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
         group['lr'] = lr
+    # the step's shape, which phase operations change
+    micro_steps = state['gradient_accumulation_steps'] // world_size
+    window_tokens = state['batch_size'] * state['block_size']
+    tokens_per_iter = state['gradient_accumulation_steps'] * window_tokens
     # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
     batches = [make_batch('train', state['mask_rate'], TRAIN_BATCHES, iter_num, rank * micro_steps + m)
                for m in range(micro_steps)]
     counts = torch.stack([(y != IGNORE_INDEX).sum() for _, y, _ in batches])
     n_pred = all_reduce(counts.sum().float())
     # compiled, the head takes a fixed number of rows so the graph has static shapes (mlm.prediction_capacity)
-    capacity = prediction_capacity(batch_size * block_size, state['mask_rate']) if compile else None
+    capacity = prediction_capacity(window_tokens, state['mask_rate']) if compile else None
     if capacity is not None:
         overflow |= counts.max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
@@ -486,6 +493,7 @@ while True:
             print(f"iter {iter_num}: non-finite loss or gradient, step skipped ({consecutive_skips} in a row)")
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
+    state['tokens'] += tokens_per_iter
     if consecutive_skips >= max_skipped_steps:
         fail(f"{consecutive_skips} consecutive non-finite steps at iter {iter_num}; lower learning_rate or use bf16; "
              f"the last good checkpoint is {ckpt_path}")
@@ -496,21 +504,21 @@ while True:
         t_warm = t_now
     # read at log points only (reading it waits for the GPU), and agreed by every rank so that all of them stop
     if iter_num % log_interval == 0 and all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
-        fail(f"a micro-batch had more masked tokens than prediction_capacity({batch_size * block_size}, "
+        fail(f"a micro-batch had more masked tokens than prediction_capacity({window_tokens}, "
              f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
     if iter_num % log_interval == 0 and master:
         loss_value = step_loss.item()
         eta = 'after warm-up'
         if local_iter >= WARMUP_ITERS:  # compilation and warm-up would skew both
             mfu = raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size, dt, peak_flops,
-                                         seq_len=block_size)
+                                         seq_len=state['block_size'])
             running_mfu = mfu if running_mfu < 0 else 0.9 * running_mfu + 0.1 * mfu
             per_iter = (t_now - t_warm) / (local_iter - WARMUP_ITERS + 1)
             eta = f"{(max_iters - iter_num - 1) * per_iter / 60:.1f} min"
         print(f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, "
               f"mfu {running_mfu * 100:.2f}%, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta}")
-        log_metrics(dict(iter=iter_num, loss=loss_value, lr=lr, tokens_per_s=tokens_per_iter / dt, mfu=running_mfu,
-                         grad_norm=grad_norm.item()))
+        log_metrics(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=state['tokens'],
+                         tokens_per_s=tokens_per_iter / dt, mfu=running_mfu, grad_norm=grad_norm.item()))
     iter_num += 1
     local_iter += 1
     # every rank must stop at the same iteration: under DDP they agree at log points, where the host waits anyway

@@ -1,5 +1,5 @@
-"""The grow-as-you-go curriculum in train.py: schedule validation, the demo curriculum end to end, the optimizer state
-carried across a resize, freezing, and exact resume straddling every operation."""
+"""The schedule in train.py: validation, the demo vocabulary curriculum end to end, the optimizer state carried across a
+resize, freezing, training phases (batch size, block size, RoPE theta), and exact resume straddling every operation."""
 import json
 import math
 import shutil
@@ -121,10 +121,54 @@ def test_embedding_finetune_mode_freezes_everything_else(data_root, tmp_path):
         assert torch.equal(a[name], b[name]) == (name not in vocab), name
 
 
+# ModernBERT's phases in miniature: batch-size warmup (more micro-batches per step), then context extension (longer
+# windows, fewer of them, a higher global RoPE theta, a lower learning rate with the schedule restarted)
+PHASES = [
+    {'name': 'set_gradient_accumulation_steps', 'value': 2, 'at_iter': 2},
+    {'name': 'set_block_size', 'value': 128, 'at_iter': 4},
+    {'name': 'set_batch_size', 'value': 2, 'max_wait_iters': 0},
+    {'name': 'set_rope_theta', 'value': [160000.0, None], 'max_wait_iters': 0},
+    {'name': 'set_lr', 'value': 5e-4, 'max_wait_iters': 0},
+    {'name': 'reset_lr_schedule', 'value': None, 'max_wait_iters': 0},
+]
+
+
+def test_training_phases_change_the_step_and_resume_exactly(data_root, tmp_path):
+    path = tmp_path / 'phases.json'
+    path.write_text(json.dumps(PHASES))
+    args = [f'--schedule={path}', '--dropout=0.1', '--eval_interval=3', '--max_iters=7', '--keep_last_checkpoints=9',
+            '--max_position_embeddings=128']
+    train(data_root, tmp_path / 'full', *args)
+    records = read_metrics(tmp_path / 'full')
+    # tokens per step: 1 x 4 x 64 at iterations 0-1, then 2 x 4 x 64 at 2-3, then 2 x 2 x 128 from 4 on
+    tokens = {m['iter']: m['tokens'] for m in records if 'tokens' in m}
+    assert [tokens[i] for i in (1, 3, 6)] == [2 * 256, 2 * 256 + 2 * 512, 2 * 256 + 5 * 512]
+    ckpt = load_checkpoint(str(tmp_path / 'full' / 'ckpt.pt'))
+    assert {k: ckpt['state'][k] for k in ('batch_size', 'block_size', 'gradient_accumulation_steps')} == {
+        'batch_size': 2, 'block_size': 128, 'gradient_accumulation_steps': 2}
+    assert ckpt['model_args']['global_rope_theta'] == 160000.0 and ckpt['model_args']['local_rope_theta'] == 10000.0
+    assert ckpt['state']['lr_base'] == 5e-4 and ckpt['state']['lr_schedule_start'] == 4
+    lr = {m['iter']: m['lr'] for m in records if 'lr' in m}
+    assert lr[4] < lr[3]  # warmup restarts at the lower rate
+    for resume_at in (3, 4):  # between the phases, and right after the context extension
+        out = tmp_path / f'resume_{resume_at}'
+        out.mkdir()
+        shutil.copy(tmp_path / 'full' / f'ckpt_{resume_at:07d}.pt', out / 'ckpt.pt')
+        train(data_root, out, *args, '--init_from=resume')
+        assert losses(out) == losses(tmp_path / 'full', resume_at)
+        assert_same_weights(tmp_path / 'full', out)
+    # a block size beyond the model's positions stops before the first step
+    path.write_text(json.dumps([{'name': 'set_block_size', 'value': 256, 'at_iter': 2}]))
+    result = train(data_root, tmp_path / 'long', *args, check=False)
+    assert result.returncode != 0 and 'block_size=256 exceeds max_position_embeddings=128' in result.stderr
+
+
 BAD_SCHEDULES = {
     'unknown operation': ([{'name': 'grow', 'value': 1, 'at_iter': 1}], 'unknown operation'),
     'wrong value type': ([{'name': 'set_lr', 'value': 'fast', 'at_iter': 1}], 'must be a positive learning rate'),
     'trigger missing': ([{'name': 'set_lr', 'value': 1e-4}], 'no trigger'),
+    'block size not a count': ([{'name': 'set_block_size', 'value': 0, 'at_iter': 1}], 'must be a positive number'),
+    'one theta': ([{'name': 'set_rope_theta', 'value': 160000.0, 'at_iter': 1}], 'must be [global, local]'),
     'remapping without a file': ([{'name': 'disable_vocab_remapping', 'value': None, 'at_iter': 1}],
                                  'needs a shrunken vocabulary: set vocab_remapping_file'),
     'resize without disabling': ([{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_iter': 2},
@@ -141,7 +185,8 @@ def test_schedule_validation(case, data_root, tmp_path):
     schedule, expected = BAD_SCHEDULES[case]
     path = tmp_path / 'schedule.json'
     path.write_text(json.dumps(schedule))
-    remap = [] if case == 'remapping without a file' else [f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt']
+    remap_file = f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt'
+    remap = [] if case == 'remapping without a file' else [remap_file]
     result = train(data_root, tmp_path / 'out', *remap, f'--schedule={path}', check=False)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
@@ -195,7 +240,8 @@ def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
 def test_best_val_loss_restarts_when_the_token_space_changes(data_root, tmp_path):
     # shrunken-space losses are lower by construction: kept as the best, nothing after the resize would be saved
     schedule = CURRICULUM[:2]
-    train(data_root, tmp_path / 'run', *curriculum_args(data_root, tmp_path, schedule), '--always_save_checkpoint=False')
+    train(data_root, tmp_path / 'run', *curriculum_args(data_root, tmp_path, schedule),
+          '--always_save_checkpoint=False')
     records = [m for m in read_metrics(tmp_path / 'run') if 'val_loss' in m]
     after = next(i for i, m in enumerate(records) if m.get('after_op'))
     full_space = records[after:]
