@@ -34,7 +34,7 @@ from checkpoint import load_checkpoint
 from configurator import configure, fail
 from export_hf import exported_model, full_vocabulary_model
 from hf import hf_folder
-from model import Encoder
+from model import Encoder, weight_decay_groups
 from prepare import Tokenizer, first_line, load_recorded_tokenizer, shakespeare_works
 
 DEFAULTS = dict(
@@ -110,8 +110,8 @@ def ranks(x: np.ndarray) -> np.ndarray:
     order = np.argsort(x, kind='stable')
     r = np.empty(len(x))
     r[order] = np.arange(1, len(x) + 1)
-    values, inverse = np.unique(x, return_inverse=True)
-    return np.bincount(inverse, weights=r)[inverse] / np.bincount(inverse)[inverse]
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return np.bincount(inverse, weights=r)[inverse] / counts[inverse]
 
 
 def spearman(pred: np.ndarray, gold: np.ndarray) -> float:
@@ -324,10 +324,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
     torch.manual_seed(seed)
     encoder = Encoder(encoder.config) if cfg['from_scratch'] else copy.deepcopy(encoder)
     model = SequenceClassifier(encoder, task.num_labels, cfg['pooling'], cfg['classifier_dropout']).to(cfg['device'])
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{'params': [p for p in params if p.dim() >= 2], 'weight_decay': cfg['weight_decay']},
-              {'params': [p for p in params if p.dim() < 2], 'weight_decay': 0.0}]  # no decay on norms and biases
-    optimizer = torch.optim.AdamW(groups, lr=cfg['learning_rate'])
+    optimizer = torch.optim.AdamW(weight_decay_groups(model, cfg['weight_decay']), lr=cfg['learning_rate'])
     ids, labels = data['train']
     steps = math.ceil(len(ids) / cfg['batch_size']) * cfg['epochs']
     warmup = int(cfg['warmup_fraction'] * steps)
@@ -343,7 +340,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
                 logits = model(x, mask).float()
             loss = F.mse_loss(logits[:, 0], y) if task.num_labels == 1 else F.cross_entropy(logits, y)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad(set_to_none=True)
