@@ -45,7 +45,7 @@ SHAPES = {
 # reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
 PEAK_FLOPS = {"cpu": 135e9, "cuda": 989e12}
 # kinds of op in the profile breakdown: (substrings of) their names
-OP_KINDS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("scaled_dot_product",),
+OP_KINDS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("scaled_dot_product", "attention"),
             "optimizer": ("adam",)}
 # train.py's masking recipe
 MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
@@ -191,6 +191,7 @@ class Variant:
     peak_bytes: int = 0
     op_seconds: dict = field(default_factory=dict)  # the profiled step's self time by kind of op
     top_other: list = field(default_factory=list)  # its largest other ops
+    error: str = ""  # why it stopped taking steps (out of memory), if it did
 
     def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.impl == "ours":
@@ -270,6 +271,17 @@ def train_step(v: Variant, x: torch.Tensor, y: torch.Tensor, autocast) -> None:
     v.optimizer.zero_grad(set_to_none=True)
 
 
+def drop(v: Variant, why: str) -> None:
+    """Take a variant out of the remaining rounds and give its memory back, so that the others go on."""
+    v.error = why
+    v.optimizer.state.clear()
+    v.raw.zero_grad(set_to_none=True)
+    v.raw.to("cpu")
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    print(f"  {v.impl} {v.name}: {why}; the other variants go on", file=sys.stderr, flush=True)
+
+
 def held_bytes(v: Variant) -> int:
     """Bytes of the tensors a variant holds between steps: parameters (tied ones once), buffers, optimizer state."""
     state = [t for s in v.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
@@ -313,6 +325,26 @@ def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
     return seconds, sorted(other, key=other.get, reverse=True)[:3]
 
 
+def take_step(v: Variant, batch: tuple, r: int, args: SimpleNamespace, autocast) -> None:
+    """Variant v's step of round r: untimed while warming up (the first compiles; the last is profiled and measures
+    memory), timed after."""
+    x, y = batch
+    step = lambda: train_step(v, x, y, autocast)  # noqa: E731
+    if r == args.warmup - 1:
+        held = held_bytes(v)
+        peak, prof = profiled_step(step, args.device)
+        v.peak_bytes = held + peak
+        v.op_seconds, v.top_other = op_seconds(prof, args.device)
+    elif r >= args.warmup:
+        v.seconds.append(timed(step, args.device)[0])
+        v.predicted.append(int((y != IGNORE_INDEX).sum()))
+    else:
+        before = graph_counts()
+        dt = timed(step, args.device)[0]
+        v.first_seconds = v.first_seconds or dt
+        v.graphs, v.graph_breaks = (v.graphs + a - b for a, b in zip(graph_counts(), before))
+
+
 def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, block_size: int) -> dict:
     """Warm-up rounds, then timed rounds; in each, every variant takes one step on the round's batch.
     Returns the data path's seconds per batch for each token space."""
@@ -320,23 +352,13 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, b
     data_seconds = {}
     for r in range(args.warmup + args.reps):
         batches, seconds = make_batch(corpus, args, block_size, seed_for(args.seed, block_size, r))
-        k = r % len(variants)
-        for v in variants[k:] + variants[:k]:  # rotate, so no variant always follows the same one
-            x, y = batches[v.space]
-            step = lambda: train_step(v, x, y, autocast)  # noqa: E731
-            if r == args.warmup - 1:
-                held = held_bytes(v)
-                peak, prof = profiled_step(step, args.device)
-                v.peak_bytes = held + peak
-                v.op_seconds, v.top_other = op_seconds(prof, args.device)
-            elif r >= args.warmup:
-                v.seconds.append(timed(step, args.device)[0])
-                v.predicted.append(int((y != IGNORE_INDEX).sum()))
-            else:
-                before = graph_counts()
-                dt = timed(step, args.device)[0]
-                v.first_seconds = v.first_seconds or dt
-                v.graphs, v.graph_breaks = (v.graphs + a - b for a, b in zip(graph_counts(), before))
+        live = [v for v in variants if not v.error]
+        k = r % len(live)
+        for v in live[k:] + live[:k]:  # rotate, so no variant always follows the same one
+            try:
+                take_step(v, batches[v.space], r, args, autocast)
+            except torch.OutOfMemoryError:  # at long blocks some implementations do not fit: say so, go on
+                drop(v, "out of memory")
         if r >= args.warmup:
             for space, s in seconds.items():
                 data_seconds.setdefault(space, []).append(s)
@@ -401,28 +423,31 @@ def attention_markdown(rows: list[dict]) -> str:
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
              args: SimpleNamespace) -> list[dict]:
     tokens = args.batch_size * block_size
-    # HF best: the fastest of its sparse-prediction variants; HF default: dense logits, eager SDPA
-    hf = {False: next(v for v in variants if v.impl == "hf" and not v.sparse),
-          True: min((v for v in variants if v.impl == "hf" and v.sparse), key=lambda v: statistics.median(v.seconds))}
     device_name = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu"
-    rows = []
+    common = dict(device=args.device, device_name=device_name, shape=shape, model=shape, block=block_size,
+                  block_size=block_size, batch_size=args.batch_size,
+                  dtype="bfloat16" if args.device == "cuda" else "float32")
+    rows = [dict(impl=v.impl, variant=v.name, attn=v.attn, sparse=v.sparse, compile=v.compiled,
+                 vocab_size=v.raw.config.vocab_size, error=v.error, **common) for v in variants if v.error]
+    variants = [v for v in variants if not v.error]
+    # HF best: the fastest of its sparse-prediction variants; HF default: dense logits, eager SDPA
+    hf = {sparse: min((v for v in variants if v.impl == "hf" and v.sparse == sparse),
+                      key=lambda v: statistics.median(v.seconds), default=None) for sparse in (False, True)}
     for v in variants:
         dt = statistics.median(v.seconds)
         predicted = statistics.mean(v.predicted) if v.sparse else tokens  # a dense head predicts every row
         mfu = ours[v.space].estimate_mfu(tokens, predicted, dt, args.peak_flops, seq_len=block_size)
 
-        def speedup(base: Variant) -> float:
+        def speedup(base: Variant | None) -> float | None:
             # per round, so that a machine whose speed drifts between rounds compares steps taken side by side
-            return statistics.median(b / s for b, s in zip(base.seconds, v.seconds))
+            return base and statistics.median(b / s for b, s in zip(base.seconds, v.seconds))
 
         rows.append(dict(
             impl=v.impl, variant=v.name, attn=v.attn, sparse=v.sparse, compile=v.compiled,
-            vocab_size=v.raw.config.vocab_size, device=args.device, device_name=device_name, shape=shape,
-            block=block_size, dtype="bfloat16" if args.device == "cuda" else "float32", block_size=block_size,
+            vocab_size=v.raw.config.vocab_size, **common,
             compile_s=v.first_seconds - dt if v.compiled else 0.0, graphs=v.graphs, graph_breaks=v.graph_breaks,
-            hf_best=hf[True].name,
-            batch_size=args.batch_size, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20, mfu=mfu,
-            of_matmul=mfu * args.peak_flops / args.matmul_flops, model=shape, vs_hf_best=speedup(hf[True]),
+            hf_best=hf[True] and hf[True].name, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20, mfu=mfu,
+            of_matmul=mfu * args.peak_flops / args.matmul_flops, vs_hf_best=speedup(hf[True]),
             vs_hf_default=speedup(hf[False]), step_ms=1e3 * dt, data_ms=1e3 * data_seconds[v.space],
             op_s=v.op_seconds, top_other_ops=v.top_other))
     return rows
@@ -432,9 +457,14 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| model | block | impl | variant | vocab | tokens/s | vs HF best | vs HF default | peak MB | MFU "
              "| of matmul | data path | compile s | graphs / breaks |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ratio = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
     for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
+                         f"| {r['error']} |" + " |" * 8)
+            continue
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
-                     f"| {r['tokens_per_s']:,.0f} | {r['vs_hf_best']:.2f}x | {r['vs_hf_default']:.2f}x "
+                     f"| {r['tokens_per_s']:,.0f} | {ratio(r['vs_hf_best'])} | {ratio(r['vs_hf_default'])} "
                      f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% "
                      f"| {100 * r['of_matmul']:.0f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% "
                      f"| {r['compile_s']:.0f} | {r['graphs']} / {r['graph_breaks']} |")
@@ -445,7 +475,7 @@ def profile_markdown(rows: list[dict]) -> str:
     kinds = (*OP_KINDS, "other")
     lines = [f"| model | block | impl | variant | profiled s | {' | '.join(kinds)} | largest other ops |",
              "|---|---|---|---|---|" + "---|" * len(kinds) + "---|"]
-    for r in rows:
+    for r in (r for r in rows if not r.get("error")):
         total = sum(r["op_s"].values())
         shares = " | ".join(f"{100 * r['op_s'][k] / total:.0f}%" for k in kinds)
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {total:.2f} | {shares} "

@@ -423,6 +423,7 @@ while True:
         save(iter_num)
     if iter_num >= max_iters or eval_only:
         break
+    step_shape = state['batch_size'], state['block_size'], state['mask_rate']
     try:
         fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer)
     except ScheduleError as e:
@@ -435,6 +436,10 @@ while True:
         if fired.optimizer is not None:  # the trainable parameters changed: a new optimizer and a new graph
             optimizer, model = fired.optimizer, wrap(raw_model)
             trainable = [p for p in raw_model.parameters() if p.requires_grad]
+        elif compile and step_shape != (state['batch_size'], state['block_size'], state['mask_rate']):
+            # a new phase's shape gets a fresh static graph, like the first one; left alone, dynamo would recompile
+            # the old graph with symbolic batch and sequence sizes
+            model = wrap(raw_model)
         if fired.space_changed:
             # evaluate in the new token space at once, so the curve shows the jump the resize causes; losses of
             # another token space do not compare (a shrunken one's are lower by construction)
@@ -515,8 +520,9 @@ while True:
             running_mfu = mfu if running_mfu < 0 else 0.9 * running_mfu + 0.1 * mfu
             per_iter = (t_now - t_warm) / (local_iter - WARMUP_ITERS + 1)
             eta = f"{(max_iters - iter_num - 1) * per_iter / 60:.1f} min"
+        mfu_text = f"{running_mfu:.2%}" if running_mfu >= 0 else "-"  # measured after the warm-up
         print(f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, "
-              f"mfu {running_mfu * 100:.2f}%, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta}")
+              f"mfu {mfu_text}, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta}")
         log_metrics(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=state['tokens'],
                          tokens_per_s=tokens_per_iter / dt, mfu=running_mfu, grad_norm=grad_norm.item()))
     iter_num += 1

@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import torch
 
 import bench
 from model import Encoder, EncoderConfig
@@ -47,6 +48,25 @@ def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
     # dense logits: at least one more [128 rows, 50368] fp32 tensor than the sparse head needs
     assert by["hf", False, 50368]["peak_mem_mb"] - hf_best["peak_mem_mb"] > 128 * 50368 * 4 / 2**20
     assert by["ours", True, 512]["peak_mem_mb"] < by["ours", True, 50368]["peak_mem_mb"] / 4
+
+
+def test_a_variant_out_of_memory_is_reported_and_the_others_go_on(data_root, tmp_path, capsys, monkeypatch):
+    step = bench.train_step
+
+    def dense_logits_run_out(v, x, y, autocast):
+        if v.impl == "hf" and not v.sparse and v.seconds:  # its second timed step
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB")
+        step(v, x, y, autocast)
+
+    monkeypatch.setattr(bench, "train_step", dense_logits_run_out)
+    rows = run_bench(data_root, tmp_path, "--reps=3")
+    out, err = capsys.readouterr()
+    assert "hf dense logits, sdpa: out of memory; the other variants go on" in err
+    assert "| tiny | 64 | hf | dense logits, sdpa | 50,368 | out of memory |" in out
+    by = {(r["impl"], r["sparse"], r["vocab_size"]): r for r in rows}
+    assert by["hf", False, 50368]["error"] == "out of memory" and "tokens_per_s" not in by["hf", False, 50368]
+    for key in [("hf", True, 50368), ("ours", True, 50368), ("ours", True, 512)]:
+        assert by[key]["tokens_per_s"] > 0 and by[key]["vs_hf_best"] > 0 and by[key]["vs_hf_default"] is None
 
 
 def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):

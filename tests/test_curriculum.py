@@ -237,6 +237,20 @@ def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
     assert ops == [op['name'] for op in CURRICULUM]
 
 
+@pytest.mark.slow
+def test_compiled_phases_train_as_eager(data_root, tmp_path):
+    # the context extension's new micro-batch shape compiles a fresh static graph, as the first one was, instead of
+    # dynamo turning the old graph's sizes symbolic; more accumulation steps keep the shape and the graph
+    path = tmp_path / 'phases.json'
+    path.write_text(json.dumps(PHASES))
+    args = [f'--schedule={path}', '--dropout=0.0', '--eval_interval=3', '--max_iters=7',
+            '--max_position_embeddings=128']
+    train(data_root, tmp_path / 'eager', *args)
+    result = train(data_root, tmp_path / 'compiled', *args, '--compile=True')
+    assert result.stdout.count('compiling the model') == 2  # the start and the context extension
+    assert losses(tmp_path / 'compiled') == pytest.approx(losses(tmp_path / 'eager'), rel=1e-3)
+
+
 def test_best_val_loss_restarts_when_the_token_space_changes(data_root, tmp_path):
     # shrunken-space losses are lower by construction: kept as the best, nothing after the resize would be saved
     schedule = CURRICULUM[:2]
