@@ -19,6 +19,10 @@ Options (--key=value):
   --val_fraction  fraction of documents held out for validation (default 0.05, at least one document)
   --num_proc      tokenizer processes (default: all cores)
   --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
+  --train_tokenizer  K: train a tokenizer of K entries on the train documents, save it to <out_dir>/tokenizer (a
+                  folder --tokenizer=, training, export_hf.py and AutoTokenizer all read) and prepare with it
+  --tokenizer_model  what --train_tokenizer trains: bpe (byte-level, ModernBERT's kind; default) or wordpiece
+                  (lowercasing, BERT's and NeoBERT's kind)
 """
 import gzip
 import hashlib
@@ -27,6 +31,7 @@ import itertools
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import zlib
@@ -243,6 +248,37 @@ def load_tokenizer(name: str) -> Tokenizer:
     return _gpt2_tokenizer() if name == "gpt2" else _from_hf(name, hf_tokenizer(name))
 
 
+TOKENIZER_MODELS = ("bpe", "wordpiece")
+TRAINED_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0..4 of a trained tokenizer
+
+
+def train_tokenizer(texts: Iterator[str], size: int, model: str, model_max_length: int = 8192):
+    """A tokenizer of `size` entries trained on `texts` with the Hugging Face tokenizers library, as a transformers
+    fast tokenizer: byte-level BPE (ModernBERT's kind) or lowercasing WordPiece (BERT's, NeoBERT's kind), the BERT
+    special tokens at ids 0..4, and [unusedN] slots up to a multiple of 64 when the corpus gives fewer entries."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    # [MASK] swallows the space before it in byte-level BPE, as ModernBERT's does: "is [MASK]." predicts " Paris"
+    specials = [AddedToken(t, special=True, normalized=False, lstrip=t == "[MASK]" and model == "bpe")
+                for t in TRAINED_SPECIALS]
+    if model == "bpe":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=specials, show_progress=False,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    else:
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=size, special_tokens=specials, show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    learned = tok.get_vocab_size()
+    unused = [f"[unused{i}]" for i in range(-learned % 64)]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in unused])
+    return _bert_fast_tokenizer(tok, tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"), unused, model_max_length)
+
+
 # what a model records of its tokenizer: {"name": as given to prepare.py, "fingerprint": tokenizer_fingerprint}
 
 
@@ -430,6 +466,39 @@ def scan_corpus(dataset: str, text_field: str) -> CorpusScan:
     if not scan.hashes:
         raise SystemExit(f"empty corpus: --dataset={dataset} holds no text")
     return scan
+
+
+def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
+    """The folder of the tokenizer --train_tokenizer asks for: trained on the train documents and saved (atomically)
+    to out_dir/tokenizer, or the one already there when it was trained on the same documents with the same
+    settings."""
+    folder = os.path.join(cfg["out_dir"], "tokenizer")
+    record = {"size": cfg["train_tokenizer"], "model": cfg["tokenizer_model"],
+              "documents": hashlib.sha256(b"".join(h for h, v in zip(scan.hashes, is_val) if not v)).hexdigest()}
+    try:
+        with open(os.path.join(folder, "training.json")) as f:
+            if json.load(f) == record and not cfg["force"]:
+                print(f"{folder} was trained on these documents with these settings: reusing it")
+                return folder
+    except (OSError, ValueError):
+        pass
+    t0 = time.perf_counter()
+    docs = (d for (d, _), held_out in zip(documents(cfg["dataset"], cfg["text_field"]), is_val) if not held_out)
+    tok = train_tokenizer(docs, cfg["train_tokenizer"], cfg["tokenizer_model"])
+    # the data made with the old tokenizer no longer match it: the folder stops looking prepared until they do
+    if os.path.exists(os.path.join(cfg["out_dir"], "meta.json")):
+        os.remove(os.path.join(cfg["out_dir"], "meta.json"))
+    tmp = _tmp(folder)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok.save_pretrained(tmp)
+    with open(os.path.join(tmp, "training.json"), "w") as f:
+        json.dump(record, f)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    print(f"trained a {cfg['tokenizer_model']} tokenizer of {len(tok):,} entries ({len(tok.additional_special_tokens)}"
+          f" of them unused slots) on {int((~is_val).sum())} train documents in {time.perf_counter() - t0:.1f}s: "
+          f"{folder}")
+    return folder
 
 
 def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
@@ -697,6 +766,8 @@ DEFAULTS = dict(
     val_fraction=0.05,
     num_proc=os.cpu_count() or 1,
     text_field="text",
+    train_tokenizer=0,  # K > 0: train a tokenizer of K entries on the corpus (saved to out_dir/tokenizer) and use it
+    tokenizer_model="bpe",  # what --train_tokenizer trains: bpe (byte-level, as ModernBERT) | wordpiece (as BERT)
 )
 
 
@@ -710,7 +781,15 @@ def parse_args(argv: list[str]) -> dict:
         raise SystemExit(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
     if cfg["num_proc"] < 1:
         raise SystemExit(f"--num_proc={cfg['num_proc']} must be at least 1")
-    cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", Path(cfg["dataset"]).stem)
+    if cfg["train_tokenizer"] and any(a.startswith("--tokenizer=") for a in argv):
+        raise SystemExit("give --train_tokenizer=K (train one on the corpus) or --tokenizer= (use one), not both")
+    if cfg["train_tokenizer"] and not 64 <= cfg["train_tokenizer"] <= 2 ** 20:
+        raise SystemExit(f"--train_tokenizer={cfg['train_tokenizer']} must be a vocabulary size from 64 to 1048576, "
+                         f"e.g. 32768")
+    if cfg["tokenizer_model"] not in TOKENIZER_MODELS:
+        raise SystemExit(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
+    cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", Path(cfg["dataset"]).stem.removesuffix(".jsonl")
+                                                    .removesuffix(".txt"))
     return cfg
 
 
@@ -722,12 +801,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cfg = parse_args(argv)
     # every check comes before the first write, so bad input leaves existing outputs untouched
-    tok = load_tokenizer(cfg["tokenizer"])
+    if not cfg["train_tokenizer"]:
+        tok = load_tokenizer(cfg["tokenizer"])
     for k in cfg["shrink_vocab"]:
-        check_shrink_size(k, tok)
-    # the corpus is read twice, as a stream: once to split and fingerprint it, once to tokenize it
+        if cfg["train_tokenizer"] and k >= cfg["train_tokenizer"]:
+            raise SystemExit(f"--shrink_vocab={k} is not smaller than --train_tokenizer={cfg['train_tokenizer']}")
+        if not cfg["train_tokenizer"]:
+            check_shrink_size(k, tok)
+    # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it (and once more to
+    # train a tokenizer)
     scan = scan_corpus(cfg["dataset"], cfg["text_field"])
     is_val = split_documents(scan.hashes, cfg["val_fraction"])
+    if cfg["train_tokenizer"]:
+        tok = load_tokenizer(trained_tokenizer(cfg, scan, is_val))
+        for k in cfg["shrink_vocab"]:
+            check_shrink_size(k, tok)
     settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"]]
     fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(scan.hashes)).hexdigest()
 

@@ -186,6 +186,20 @@ def test_shrunken_checkpoint_exports_in_the_full_vocabulary(data_root, tmp_path)
     assert (logits - expected).abs().max() <= 1e-5
 
 
+def test_a_tokenizer_trained_by_prepare_goes_through_training_and_export(tmp_path):
+    # prepare.py --train_tokenizer -> train.py -> export_hf.py -> transformers, with nothing but the data folder
+    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'mine'}", "--train_tokenizer=512", "--num_proc=1"]) == 0
+    train(tmp_path / 'data', tmp_path / 'out', '--dataset=mine', *QUICK)
+    export(str(tmp_path / 'out' / 'ckpt.pt'), str(tmp_path / 'hf'))
+    tok = AutoTokenizer.from_pretrained(str(tmp_path / 'hf'))
+    hf = AutoModelForMaskedLM.from_pretrained(str(tmp_path / 'hf')).eval()
+    assert len(tok) == hf.config.vocab_size == 512 and hf.config.mask_token_id == tok.mask_token_id == 4
+    batch = tok(TEXTS, return_tensors='pt', padding=True)
+    expected, _ = our_model(str(tmp_path / 'out' / 'ckpt.pt'))(batch['input_ids'], batch['attention_mask'])
+    valid = batch['attention_mask'].bool()  # padded positions predict nothing
+    assert (hf(**batch).logits - expected)[valid].abs().max() <= 1e-5
+
+
 def test_export_refuses_bad_input_and_overwrites_only_when_asked(modernbert, tmp_path):
     ckpt, _ = modernbert
     with pytest.raises(SystemExit, match='no checkpoint at'):

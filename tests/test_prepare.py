@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
+from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import prepare
 
@@ -273,6 +273,10 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
                          "b.jsonl.gz (BadGzipFile: Not a gzipped file"),
     "cut-off gzip": (lambda t: dataset_arg(t, {"a.txt": b"one", "b.txt.gz": gzip.compress(b"two " * 999)[:40]}),
                      "b.txt.gz (EOFError: Compressed file ended before the end-of-stream marker was reached)"),
+    "trained and given tokenizer": (lambda t: ["--train_tokenizer=1000", "--tokenizer=gpt2"], "not both"),
+    "trained tokenizer too small": (lambda t: ["--train_tokenizer=10"], "must be a vocabulary size from 64"),
+    "unknown tokenizer model": (lambda t: ["--train_tokenizer=1000", "--tokenizer_model=unigram"],
+                                "must be one of bpe, wordpiece"),
     "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"),
                  "c.jsonl:2: not valid JSON"),
     "missing field": (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", "--text_field=body"],
@@ -411,6 +415,38 @@ def test_a_corpus_that_changes_between_the_readings_is_refused(small, monkeypatc
     with pytest.raises(SystemExit, match="changed while it was prepared .12 documents at the first reading, 11 at"):
         prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
     assert snapshot(prepared) == before
+
+
+# --train_tokenizer --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["bpe", "wordpiece"])
+def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
+    out = tmp_path / "data"
+    args = ["--train_tokenizer=1000", f"--tokenizer_model={model}", f"--out_dir={out}", "--shrink_vocab=256"]
+    assert prepare.main(args) == 0
+    meta, folder = load_meta(out), out / "tokenizer"
+    assert meta["tokenizer"] == str(folder) and meta["vocab_size"] == 1024  # 1,000 learned, 24 unused slots
+    assert [meta[f"{n}_token_id"] for n in ("pad", "unk", "cls", "sep", "mask")] == [0, 1, 2, 3, 4]
+    assert meta["special_token_ids"] == [*range(5), *range(1000, 1024)]
+    hf = AutoTokenizer.from_pretrained(str(folder))  # what export_hf.py saves and transformers users load
+    ids = hf("The capital of France is [MASK].")["input_ids"]
+    assert (ids[0], ids[-1], ids.count(4), len(hf)) == (2, 3, 1, 1024)
+    # train.bin holds the train documents as this tokenizer encodes them, in corpus order
+    docs = [d for d, _ in prepare.documents("shakespeare")]
+    is_val = prepare.split_documents([hashlib.sha256(d.encode()).digest() for d in docs], 0.05)
+    train = np.fromfile(out / "train.bin", dtype=np.uint16)
+    first = next(d for d, v in zip(docs, is_val) if not v)
+    encoded = hf(first, add_special_tokens=False)["input_ids"]
+    assert train[:len(encoded) + 2].tolist() == [2, *encoded, 3]
+    if model == "bpe":
+        assert hf.decode(encoded) == first  # byte-level: lossless
+    # a rerun reuses the tokenizer and the data; the folder as --tokenizer= gives the same files
+    capsys.readouterr()
+    assert prepare.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "reusing it" in printed and "up to date" in printed
+    assert prepare.main([f"--tokenizer={folder}", f"--out_dir={tmp_path / 'again'}"]) == 0
+    assert (tmp_path / "again" / "train.bin").read_bytes() == (out / "train.bin").read_bytes()
 
 
 # skip and --force ---------------------------------------------------------------------------------------------------
