@@ -38,6 +38,9 @@ def get_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_si
     return _to_device(torch.from_numpy(np.stack([data[i:i + block_size].astype(np.int64) for i in ix])), device)
 
 
+SCAN_CHUNK = 1 << 26  # tokens read at a time when finding the documents of a token file
+
+
 @functools.lru_cache(maxsize=8)
 def document_pieces(path: str, dtype: str, cls_token_id: int,
                     block_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -46,7 +49,9 @@ def document_pieces(path: str, dtype: str, cls_token_id: int,
     file) starts a piece; one longer than a window is cut into further pieces of block_size - 1 tokens, each of
     which starts its window with a [CLS] of its own. Read once per process."""
     data = np.memmap(path, dtype=dtype, mode='r')
-    doc_starts = np.flatnonzero(data == cls_token_id)
+    # a chunk at a time: `data == cls_token_id` on the whole file would hold one byte per token in memory
+    doc_starts = np.concatenate([np.flatnonzero(data[i:i + SCAN_CHUNK] == cls_token_id) + i
+                                 for i in range(0, len(data), SCAN_CHUNK)])
     lengths = np.diff(doc_starts, append=len(data))
     extra = -(-np.maximum(lengths - block_size, 0) // (block_size - 1))  # further pieces of each document
     doc_of_piece = np.repeat(np.arange(len(doc_starts)), 1 + extra)

@@ -1,6 +1,7 @@
 import numpy as np
 import torch
 
+import mlm
 from mlm import TokenSpace, get_document_windows, mask_tokens, micro_batch_loss
 from model import IGNORE_INDEX
 
@@ -87,6 +88,18 @@ def test_document_windows_start_at_documents_and_number_them(tmp_path):
     # cannot fill a window, is the one place left out)
     seen = set(x.flatten().tolist())
     assert set(docs[1]) <= seen and set(docs[4]) <= seen
+
+
+def test_documents_are_found_a_chunk_at_a_time(tmp_path, monkeypatch):
+    # the [CLS] scan reads a bounded piece of the file at a time: any chunk size finds the same pieces
+    write_documents(tmp_path, [5, 40, 3, 9, 17, 2, 30] * 5)
+    path = str(tmp_path / 'train.bin')
+    whole = mlm.document_pieces.__wrapped__(path, 'uint16', 1, 8)
+    for chunk in (1, 7, 40, 10_000):
+        monkeypatch.setattr(mlm, 'SCAN_CHUNK', chunk)
+        for a, b in zip(mlm.document_pieces.__wrapped__(path, 'uint16', 1, 8), whole):
+            assert np.array_equal(a, b)
+    assert len(whole[0]) > 35  # every document starts a piece, the long ones more than one
 
 
 def test_document_windows_draw_tokens_as_uniformly_as_random_windows(tmp_path):
