@@ -19,6 +19,8 @@ Options (--key=value):
   --val_fraction  fraction of documents held out for validation (default 0.05, at least one document)
   --num_proc      tokenizer processes (default: all cores)
   --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
+  --mix_weights   with several sources in --dataset (comma-separated): how many times each document of each is
+                  taken, e.g. --dataset=wiki/,code/ --mix_weights=1,2 (0.5: a hash-chosen half; default 1 each)
   --train_tokenizer  K: train a tokenizer of K entries on the train documents, save it to <out_dir>/tokenizer (a
                   folder --tokenizer=, training, export_hf.py and AutoTokenizer all read) and prepare with it
   --tokenizer_model  what --train_tokenizer trains: bpe (byte-level, ModernBERT's kind; default) or wordpiece
@@ -449,22 +451,44 @@ def documents(dataset: str, text_field: str = "text", warn: bool = False) -> Ite
             print(f"warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD", file=sys.stderr)
 
 
+def weighted(docs: Iterator[tuple[str, int]], weight: float) -> Iterator[tuple[str, int]]:
+    """A source's documents as a mixture takes them: each `int(weight)` times, and once more for a share
+    `weight % 1` of them, chosen by a hash of the text (the same documents every time)."""
+    for doc, bad in docs:
+        copies = int(weight)
+        if weight % 1:
+            # salted: the split's own hash would tie the chosen documents to the validation ones
+            u = int.from_bytes(hashlib.sha256(b"mix:" + doc.encode()).digest()[:8], "big") / 2 ** 64
+            copies += u < weight % 1
+        for _ in range(copies):
+            yield doc, bad
+
+
+def corpus(cfg: dict, warn: bool = False) -> Iterator[tuple[int, str, int]]:
+    """(source index, document, invalid UTF-8 replaced) of the corpus prepare.py makes: every source of --dataset
+    in order, each weighted by its --mix_weights."""
+    for i, (source, weight) in enumerate(zip(cfg["sources"], cfg["mix_weights"])):
+        yield from ((i, doc, bad) for doc, bad in weighted(documents(source, cfg["text_field"], warn), weight))
+
+
 @dataclass
 class CorpusScan:
     """What the first pass over a corpus learns: enough to split, fingerprint and size the work, no text."""
     hashes: list[bytes]  # sha256 of each document's UTF-8 text, in corpus order
     chars: int
     replaced: int
+    source_documents: list[int]  # documents each source contributes, copies included
 
 
-def scan_corpus(dataset: str, text_field: str) -> CorpusScan:
-    scan = CorpusScan([], 0, 0)
-    for doc, bad in tqdm(documents(dataset, text_field, warn=True), unit="doc", desc="reading", file=sys.stderr):
+def scan_corpus(cfg: dict) -> CorpusScan:
+    scan = CorpusScan([], 0, 0, [0] * len(cfg["sources"]))
+    for source, doc, bad in tqdm(corpus(cfg, warn=True), unit="doc", desc="reading", file=sys.stderr):
         scan.hashes.append(hashlib.sha256(doc.encode()).digest())
         scan.chars += len(doc)
         scan.replaced += bad
+        scan.source_documents[source] += 1
     if not scan.hashes:
-        raise SystemExit(f"empty corpus: --dataset={dataset} holds no text")
+        raise SystemExit(f"empty corpus: --dataset={cfg['dataset']} holds no text")
     return scan
 
 
@@ -483,7 +507,7 @@ def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
     except (OSError, ValueError):
         pass
     t0 = time.perf_counter()
-    docs = (d for (d, _), held_out in zip(documents(cfg["dataset"], cfg["text_field"]), is_val) if not held_out)
+    docs = (d for (_, d, _), held_out in zip(corpus(cfg), is_val) if not held_out)
     tok = train_tokenizer(docs, cfg["train_tokenizer"], cfg["tokenizer_model"])
     # the data made with the old tokenizer no longer match it: the folder stops looking prepared until they do
     if os.path.exists(os.path.join(cfg["out_dir"], "meta.json")):
@@ -495,22 +519,23 @@ def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
         json.dump(record, f)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
-    print(f"trained a {cfg['tokenizer_model']} tokenizer of {len(tok):,} entries ({len(tok.additional_special_tokens)}"
-          f" of them unused slots) on {int((~is_val).sum())} train documents in {time.perf_counter() - t0:.1f}s: "
+    unused = sum(bool(re.fullmatch(r"\[unused\d+\]", t)) for t in tok.get_vocab())
+    print(f"trained a {cfg['tokenizer_model']} tokenizer of {len(tok):,} entries ({unused} of them unused slots)"
+          f" on {int((~is_val).sum())} train documents in {time.perf_counter() - t0:.1f}s: "
           f"{folder}")
     return folder
 
 
 def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
     """Boolean mask of validation documents: the round(val_fraction * n) (at least one) documents whose text has the
-    smallest sha256. Depends only on the texts, not on file order or paths."""
+    smallest sha256, and every copy of them (a repeated document is never on both sides). Depends only on the texts,
+    not on file order or paths."""
     n_val = max(1, round(val_fraction * len(doc_hashes)))
-    if n_val >= len(doc_hashes):
+    last = sorted(doc_hashes)[n_val - 1] if n_val < len(doc_hashes) else None
+    is_val = np.array([h <= last for h in doc_hashes]) if last is not None else None
+    if is_val is None or is_val.all():
         raise SystemExit(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
                          f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
-    order = sorted(range(len(doc_hashes)), key=lambda i: (doc_hashes[i], i))
-    is_val = np.zeros(len(doc_hashes), dtype=bool)
-    is_val[order[:n_val]] = True
     return is_val
 
 
@@ -635,7 +660,7 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
     counts = np.zeros(tok.vocab_size, dtype=np.int64)
     try:
         with open(_tmp(paths["train.bin"]), "wb") as train, open(_tmp(paths["val.bin"]), "wb") as val:
-            docs = (d for d, _ in documents(cfg["dataset"], cfg["text_field"]))
+            docs = (d for _, d, _ in corpus(cfg))
             n = 0
             for n, ids in enumerate(tokenize(docs, scan, tok, cfg["num_proc"]), 1):
                 held_out = n <= len(is_val) and is_val[n - 1]
@@ -766,6 +791,8 @@ DEFAULTS = dict(
     val_fraction=0.05,
     num_proc=os.cpu_count() or 1,
     text_field="text",
+    mix_weights=[],  # with several sources in --dataset (comma-separated): how many times each document of each is
+    #                  taken (2: twice, 0.5: a hash-chosen half); default 1 each
     train_tokenizer=0,  # K > 0: train a tokenizer of K entries on the corpus (saved to out_dir/tokenizer) and use it
     tokenizer_model="bpe",  # what --train_tokenizer trains: bpe (byte-level, as ModernBERT) | wordpiece (as BERT)
 )
@@ -788,8 +815,14 @@ def parse_args(argv: list[str]) -> dict:
                          f"e.g. 32768")
     if cfg["tokenizer_model"] not in TOKENIZER_MODELS:
         raise SystemExit(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
-    cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", Path(cfg["dataset"]).stem.removesuffix(".jsonl")
-                                                    .removesuffix(".txt"))
+    cfg["sources"] = cfg["dataset"].split(",")
+    cfg["mix_weights"] = cfg["mix_weights"] or [1.0] * len(cfg["sources"])
+    if len(cfg["mix_weights"]) != len(cfg["sources"]) or not all(
+            isinstance(w, (int, float)) and w > 0 for w in cfg["mix_weights"]):
+        raise SystemExit(f"--mix_weights={','.join(map(str, cfg['mix_weights']))} must give one positive weight per "
+                         f"source of --dataset ({len(cfg['sources'])}), e.g. --mix_weights=1,0.5")
+    names = [Path(d).name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".txt") for d in cfg["sources"]]
+    cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", "+".join(names))
     return cfg
 
 
@@ -810,13 +843,13 @@ def main(argv: list[str] | None = None) -> int:
             check_shrink_size(k, tok)
     # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it (and once more to
     # train a tokenizer)
-    scan = scan_corpus(cfg["dataset"], cfg["text_field"])
+    scan = scan_corpus(cfg)
     is_val = split_documents(scan.hashes, cfg["val_fraction"])
     if cfg["train_tokenizer"]:
         tok = load_tokenizer(trained_tokenizer(cfg, scan, is_val))
         for k in cfg["shrink_vocab"]:
             check_shrink_size(k, tok)
-    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"]]
+    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"], cfg["mix_weights"]]
     fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(scan.hashes)).hexdigest()
 
     out = cfg["out_dir"]
@@ -826,10 +859,13 @@ def main(argv: list[str] | None = None) -> int:
             "vocab_size": tok.vocab_size, "dtype": token_dtype(tok.vocab_size).name, "tokenizer": tok.name,
             "tokenizer_fingerprint": tok.fingerprint,
             **tok.special_id_map, "special_token_ids": sorted(tok.special_ids + tok.unused_ids),
-            "dataset": cfg["dataset"], "documents": len(is_val), "train_documents": int((~is_val).sum()),
+            "dataset": cfg["dataset"], "sources": [
+                dict(dataset=d, weight=w, documents=n) for d, w, n in zip(cfg["sources"], cfg["mix_weights"],
+                                                                          scan.source_documents)],
+            "documents": len(is_val), "train_documents": int((~is_val).sum()),
             "val_documents": int(is_val.sum()),
             "split": f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents with the smallest "
-                     f"sha256 of their UTF-8 text are val, the rest train",
+                     f"sha256 of their UTF-8 text, and their copies, are val, the rest train",
             "invalid_utf8_replaced": scan.replaced, "fingerprint": fingerprint,
         }
         counts = write_token_files(cfg, scan, is_val, tok, meta)

@@ -277,6 +277,8 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     "trained tokenizer too small": (lambda t: ["--train_tokenizer=10"], "must be a vocabulary size from 64"),
     "unknown tokenizer model": (lambda t: ["--train_tokenizer=1000", "--tokenizer_model=unigram"],
                                 "must be one of bpe, wordpiece"),
+    "weights not one per source": (lambda t: ["--mix_weights=1,2"], "one positive weight per source of --dataset (1)"),
+    "negative weight": (lambda t: ["--mix_weights=-1"], "one positive weight per source"),
     "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"),
                  "c.jsonl:2: not valid JSON"),
     "missing field": (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", "--text_field=body"],
@@ -391,7 +393,7 @@ def test_tokenize_reads_a_bounded_distance_ahead(gpt2, num_proc):
             read.append(t)
             yield t
 
-    scan = prepare.CorpusScan([b""] * len(texts), sum(map(len, texts)), 0)  # chunks of 1/8 of the corpus per process
+    scan = prepare.CorpusScan([b""] * len(texts), sum(map(len, texts)), 0, [len(texts)])  # 1/8 of it per process
     out = prepare.tokenize(stream(), scan, gpt2, num_proc)
     first = next(out)
     assert first[0] == gpt2.cls_token_id and len(read) <= 2 * num_proc * (len(texts) // (8 * num_proc) + 1)
@@ -415,6 +417,29 @@ def test_a_corpus_that_changes_between_the_readings_is_refused(small, monkeypatc
     with pytest.raises(SystemExit, match="changed while it was prepared .12 documents at the first reading, 11 at"):
         prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
     assert snapshot(prepared) == before
+
+
+def test_sources_mixed_by_weight(tmp_path, gpt2):
+    plays = {f"{i}.txt": HAMLET[i * 1500:(i + 1) * 1500] for i in range(6)}
+    notes = [HAMLET[20000 + i * 700:20000 + (i + 1) * 700] for i in range(20)]
+    folder = make_files(tmp_path, {n: t.encode() for n, t in plays.items()})
+    jsonl = write_jsonl(tmp_path / "notes.jsonl", notes)
+    out = tmp_path / "mixed"
+    assert prepare.main([f"--dataset={folder},{jsonl}", "--mix_weights=2,0.5", f"--out_dir={out}",
+                         "--val_fraction=0.2", "--num_proc=1"]) == 0
+    # the half of the notes taken is the one a salted hash of the text picks
+    taken = [t for t in notes if int.from_bytes(hashlib.sha256(b"mix:" + t.encode()).digest()[:8], "big") < 2 ** 63]
+    assert 0 < len(taken) < len(notes)
+    meta = load_meta(out)
+    assert meta["sources"] == [{"dataset": str(folder), "weight": 2, "documents": 12},
+                               {"dataset": str(jsonl), "weight": 0.5, "documents": len(taken)}]
+    assert meta["documents"] == 12 + len(taken) and meta["val_documents"] >= round(0.2 * meta["documents"])
+    split = {name: (out / f"{name}.bin").read_bytes() for name in ("train", "val")}
+    for text in [*plays.values(), *notes]:
+        ids = np.array([gpt2.cls_token_id, *gpt2.encode_ordinary(text), gpt2.sep_token_id], dtype=np.uint16).tobytes()
+        where = {name: data.count(ids) for name, data in split.items()}
+        copies = 2 if text in plays.values() else int(text in taken)
+        assert sorted(where.values()) == [0, copies]  # all copies on one side of the split
 
 
 # --train_tokenizer --------------------------------------------------------------------------------------------------
