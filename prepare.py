@@ -677,10 +677,13 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
             np.save(f, counts)
         with open(_tmp(paths["meta.json"]), "w") as f:
             json.dump(meta, f, indent=2)
-    except BaseException:
+    except BaseException as e:
         for path in paths.values():
-            if os.path.exists(_tmp(path)):
+            if os.path.lexists(_tmp(path)):
                 os.remove(_tmp(path))
+        if isinstance(e, OSError):  # reading errors are SystemExits already: this is writing (a full disk, say)
+            raise SystemExit(f"cannot write to {out} ({first_line(e)}); nothing there was changed: free some space "
+                             f"or give another --out_dir")
         raise
     # meta.json goes last, and the old one first: while it is missing the folder does not look prepared
     if os.path.exists(paths["meta.json"]):

@@ -474,6 +474,16 @@ def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
     assert (tmp_path / "again" / "train.bin").read_bytes() == (out / "train.bin").read_bytes()
 
 
+def test_a_full_disk_is_one_line_and_changes_nothing(small):
+    small_corpus, prepared = small
+    before = snapshot(prepared)
+    (prepared / "train.bin.tmp").symlink_to("/dev/full")  # every write there fails with ENOSPC, as on a full disk
+    with pytest.raises(SystemExit) as e:
+        prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
+    assert "No space left on device" in str(e.value.code) and "\n" not in str(e.value.code)
+    assert snapshot(prepared) == before  # the link is gone with the other temporary files
+
+
 # skip and --force ---------------------------------------------------------------------------------------------------
 
 def test_skip_on_rerun_and_force(small, capsys):
