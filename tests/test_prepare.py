@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -334,6 +335,27 @@ def test_bad_input_leaves_outputs_untouched(case, tmp_path, shared_small):
 def test_hf_dataset_needs_datasets_package(tmp_path):
     with pytest.raises(SystemExit, match="needs the optional package `datasets`"):
         prepare.main(["--dataset=someone/some-corpus", f"--out_dir={tmp_path}"])
+
+
+def test_hf_dataset_is_streamed(tmp_path, monkeypatch):
+    # datasets.load_dataset(..., streaming=True) as the library gives it: an iterable of records, read lazily; the
+    # prepared data equal those of the same texts in a .jsonl file
+    texts = [HAMLET[i * 2500:(i + 1) * 2500] for i in range(10)]
+    calls = []
+
+    def load_dataset(name, split, streaming):
+        calls.append((name, split, streaming))
+        return ({"text": t, "id": i} for i, t in enumerate(texts))
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    assert prepare.main(["--dataset=someone/corpus", f"--out_dir={tmp_path / 'hub'}", "--num_proc=1"]) == 0
+    assert calls == [("someone/corpus", "train", True)] * 2  # streamed, read twice, never listed
+    assert prepare.main([f"--dataset={write_jsonl(tmp_path / 'c.jsonl', texts)}", f"--out_dir={tmp_path / 'file'}",
+                         "--num_proc=1"]) == 0
+    for name in ("train.bin", "val.bin"):
+        assert (tmp_path / "hub" / name).read_bytes() == (tmp_path / "file" / name).read_bytes()
+    with pytest.raises(SystemExit, match="has no string field 'body'; name the text field with --text_field="):
+        prepare.main(["--dataset=someone/corpus", "--text_field=body", f"--out_dir={tmp_path / 'x'}"])
 
 
 def test_command_line_errors_exit_nonzero_with_one_line():
