@@ -6,6 +6,7 @@ transformers' ModernBertForMaskedLM loaded with the same weights.
     python bench.py --quick                  # ModernBERT-small at block 512, eager only: minutes on a CPU
     python bench.py --out=bench_results.json --shapes=small --block_sizes=512 --reps=7
     python bench.py --attention              # sliding-window attention alone: the dense window vs blocks
+    python bench.py --optimizer              # one optimizer step alone: StableAdamW against fused AdamW
 
 Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
 them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;
@@ -59,6 +60,7 @@ DEFAULTS = dict(
     # time only the sliding-window attention of the shapes' local layers (RoPE + SDPA, forward + backward), the dense
     # window against blocks of one window, to tune model.BAND_FROM_WINDOWS
     attention=False,
+    optimizer=False,  # time only the optimizer step on the shapes' parameters: StableAdamW against fused AdamW
     block_sizes=[],  # default 512,1024; --quick 512; --attention 192,256,384,512,1024
     batch_size=None,  # default 8 on the CPU (--quick 4), 32 on CUDA
     compile=None,  # also time torch.compile'd variants of ours (default: on, off with --quick)
@@ -413,6 +415,28 @@ def attention_rows(shape: str, block_size: int, args: SimpleNamespace) -> list[d
             for name, band in bands.items()]
 
 
+def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
+    """One optimizer step alone on the shape's parameters (vocabulary 50,368) with random gradients: each optimizer
+    train.py offers, as model.configure_optimizers builds it, taking turns; the ratio is the median per-round one."""
+    torch.manual_seed(args.seed)
+    raw = Encoder(EncoderConfig(**SHAPES[shape], vocab_size=50368)).to(args.device)
+    for p in raw.parameters():
+        p.grad = torch.randn_like(p) * 1e-3
+    names = ("adamw", "stable_adamw")
+    optimizers = {n: raw.configure_optimizers(1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6, optimizer=n)
+                  for n in names}
+    seconds = {n: [] for n in names}
+    for r in range(args.warmup + args.reps):
+        for n in names:
+            dt = timed(optimizers[n].step, args.device)[0]
+            if r >= args.warmup:
+                seconds[n].append(dt)
+    tensors = sum(1 for _ in raw.parameters())
+    return [dict(impl="ours", variant=f"optimizer, {n}", model=shape, device=args.device, tensors=tensors,
+                 params=raw.get_num_params(), step_ms=1e3 * statistics.median(seconds[n]),
+                 vs_adamw=statistics.median(s / a for s, a in zip(seconds[n], seconds["adamw"]))) for n in names]
+
+
 def attention_markdown(rows: list[dict]) -> str:
     lines = ["| model | block | variant | blocks | ms (forward + backward) | vs dense |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['block_size']} | {r['variant']} | {r['blocks']} | {r['step_ms']:.1f} "
@@ -519,7 +543,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(__doc__ + "\nOptions (--key=value): " + ", ".join(DEFAULTS))
         return []
     args = parse_args(argv)
-    if args.attention:
+    if args.optimizer:
+        rows = [r for shape in args.shapes for r in optimizer_rows(shape, args)]
+        print(f"{args.device}, torch {torch.__version__}; medians of {args.reps} rounds after {args.warmup} warm-up")
+        print("| model | optimizer | tensors | ms per step | vs fused AdamW |\n|---|---|---|---|---|")
+        print("\n".join(f"| {r['model']} | {r['variant'][11:]} | {r['tensors']} | {r['step_ms']:.1f} "
+                        f"| {r['vs_adamw']:.2f}x |" for r in rows))
+    elif args.attention:
         rows = [r for shape in args.shapes for block_size in args.block_sizes
                 for r in attention_rows(shape, block_size, args)]
         print(f"{args.device}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} rounds "

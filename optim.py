@@ -49,23 +49,42 @@ class StableAdamW(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            beta1, beta2 = group['betas']
-            for p in group['params']:
-                if p.grad is None:
-                    continue
-                state = self.state[p]
-                if not state:
-                    state['step'] = torch.zeros((), dtype=torch.float32, device=p.device)
-                    state['exp_avg'] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    state['exp_avg_sq'] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                step, exp_avg, exp_avg_sq, grad = state['step'], state['exp_avg'], state['exp_avg_sq'], p.grad
-                step += 1
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                v_hat = exp_avg_sq / (1 - beta2 ** step)
-                # kept a tensor: no host sync per parameter
-                rms = (grad.square() / v_hat.clamp_min(group['eps'] ** 2)).mean().sqrt()
-                lr = group['lr'] / rms.clamp_min(1.0)
-                p.mul_(1 - lr * group['weight_decay'])
-                p.sub_(lr * (exp_avg / (1 - beta1 ** step)) / (v_hat.sqrt() + group['eps']))
+            params = [p for p in group['params'] if p.grad is not None]
+            if params:
+                self._update(params, group)
         return loss
+
+    def _update(self, params: list, group: dict) -> None:
+        # a handful of multi-tensor (torch._foreach_*) kernels per group instead of ~20 small ones per tensor: on a
+        # GPU the per-tensor loop is bound by kernel launches
+        beta1, beta2, eps, wd = *group['betas'], group['eps'], group['weight_decay']
+        for p in params:
+            if not self.state[p]:
+                self.state[p].update(step=torch.zeros((), dtype=torch.float32, device=p.device),
+                                     exp_avg=torch.zeros_like(p, memory_format=torch.preserve_format),
+                                     exp_avg_sq=torch.zeros_like(p, memory_format=torch.preserve_format))
+        grads = [p.grad for p in params]
+        steps, exp_avgs, exp_avg_sqs = ([self.state[p][k] for p in params] for k in ('step', 'exp_avg', 'exp_avg_sq'))
+        torch._foreach_add_(steps, 1)
+        torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+        torch._foreach_mul_(exp_avg_sqs, beta2)
+        torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
+        # bias corrections per tensor, as 0-dim tensors (no host sync): steps differ after a rebuild carried state
+        bias1, bias2 = (torch._foreach_add(torch._foreach_neg(torch._foreach_pow(b, steps)), 1) for b in (beta1, beta2))
+        v_hat = torch._foreach_div(exp_avg_sqs, bias2)
+        # each tensor's learning rate: lr / max(1, RMS(g^2 / v_hat))
+        ratio = torch._foreach_mul(grads, grads)
+        torch._foreach_div_(ratio, torch._foreach_clamp_min(v_hat, eps ** 2))
+        rms = torch._foreach_div(torch._foreach_norm(ratio, 1), [float(p.numel()) for p in params])
+        del ratio
+        lrs = torch._foreach_reciprocal(torch._foreach_clamp_min(torch._foreach_sqrt(rms), 1.0))
+        torch._foreach_mul_(lrs, group['lr'])
+        if wd:
+            torch._foreach_mul_(params, torch._foreach_add(torch._foreach_mul(lrs, -wd), 1))
+        denom = v_hat  # in place from here: v_hat is no longer needed
+        torch._foreach_sqrt_(denom)
+        torch._foreach_add_(denom, eps)
+        updates = torch._foreach_div(exp_avgs, bias1)
+        torch._foreach_div_(updates, denom)
+        torch._foreach_mul_(updates, lrs)
+        torch._foreach_sub_(params, updates)

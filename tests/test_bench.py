@@ -69,6 +69,16 @@ def test_a_variant_out_of_memory_is_reported_and_the_others_go_on(data_root, tmp
         assert by[key]["tokens_per_s"] > 0 and by[key]["vs_hf_best"] > 0 and by[key]["vs_hf_default"] is None
 
 
+def test_optimizer_step_alone(tmp_path, capsys):
+    out = tmp_path / "rows.json"
+    bench.main(["--optimizer", "--shapes=tiny", "--reps=2", "--warmup=1", f"--out={out}"])
+    rows = {r["variant"]: r for r in json.loads(out.read_text())}
+    assert set(rows) == {"optimizer, adamw", "optimizer, stable_adamw"}
+    assert rows["optimizer, adamw"]["vs_adamw"] == 1.0 and rows["optimizer, stable_adamw"]["vs_adamw"] > 0
+    assert all(r["tensors"] == 23 and r["step_ms"] > 0 for r in rows.values())
+    assert "| tiny | stable_adamw | 23 |" in capsys.readouterr().out
+
+
 def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
     out = tmp_path / "attention.json"
     bench.main(["--attention", "--shapes=tiny", "--block_sizes=128,256", "--batch_size=1", "--reps=2", "--warmup=1",

@@ -43,6 +43,26 @@ def test_stable_adamw_follows_its_definition():
     assert opt.state[param]['step'] == len(grads)
 
 
+def test_stable_adamw_steps_tensors_of_different_ages_together():
+    # one multi-tensor update for the group, each tensor with its own step count (a tensor without a gradient is
+    # skipped, as a frozen one is; state carried across a rebuild differs the same way)
+    torch.manual_seed(1)
+    shapes, skip = [(7, 5), (3,), (2, 4, 6)], {1: (0, 1), 2: (3,)}
+    starts = [torch.randn(s) for s in shapes]
+    grads = [[torch.randn(s) * (10.0 if t == 4 else 0.1) for t in range(6)] for s in shapes]
+    params = [torch.nn.Parameter(p.clone()) for p in starts]
+    opt = StableAdamW(params, lr=1e-2, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.1)
+    for t in range(6):
+        for i, p in enumerate(params):
+            p.grad = None if t in skip.get(i, ()) else grads[i][t].clone()
+        opt.step()
+    for i, p in enumerate(params):
+        taken = [g for t, g in enumerate(grads[i]) if t not in skip.get(i, ())]
+        expected, _ = stable_adamw_reference(starts[i], taken, 1e-2, (0.9, 0.98), 1e-6, 0.1)
+        torch.testing.assert_close(p.detach().double(), expected, rtol=1e-5, atol=1e-6)
+        assert opt.state[p]['step'] == len(taken)
+
+
 def small_model() -> Encoder:
     torch.manual_seed(0)
     return Encoder(EncoderConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
