@@ -36,7 +36,7 @@ from configurator import configure, fail
 from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
 from model import (IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule,
                    rope_cos_sin)
-from prepare import load_meta, load_remap
+from prepare import load_dataset, load_remap, shard_paths
 
 SHAPES = {
     "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
@@ -121,10 +121,7 @@ class Corpus:
 def load_corpus(args: SimpleNamespace) -> Corpus:
     data_dir = os.path.join(args.data_root, args.dataset)
     hint = f"run: python prepare.py --dataset={args.dataset} --shrink_vocab={args.shrunk_vocab or 4096}"
-    meta = load_meta(data_dir, hint)
-    if meta["train_tokens"] <= max(args.block_sizes):
-        fail(f"{data_dir} has {meta['train_tokens']} train tokens, not more than block "
-                         f"{max(args.block_sizes)}; lower --block_sizes or prepare a larger corpus")
+    meta = load_dataset(data_dir, max(args.block_sizes), hint)  # the token files whole and longer than a block
     remap = full_to_shrunk = shrunk = None
     if args.shrunk_vocab:
         path = os.path.join(data_dir, f"vocab_{args.shrunk_vocab}.pt")
@@ -162,8 +159,8 @@ def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int
         dgen = gen if args.device == "cpu" else torch.Generator(args.device).manual_seed(seed)
 
         def batch():
-            x = get_windows(corpus.data_dir, "train", corpus.meta["dtype"], args.batch_size, block_size, gen,
-                            args.device)
+            x = get_windows(shard_paths(corpus.data_dir, "train", corpus.meta), corpus.meta["dtype"], args.batch_size,
+                            block_size, gen, args.device)
             return mask_tokens(x, space, MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB, dgen, mapping)
 
         seconds[name], batches[name] = timed(batch, args.device)

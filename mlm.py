@@ -29,13 +29,17 @@ def _to_device(x: torch.Tensor, device: str) -> torch.Tensor:
     return x
 
 
-def get_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_size: int,
-                gen: torch.Generator, device: str) -> torch.Tensor:
-    """batch_size random windows of block_size tokens from <data_dir>/<split>.bin, on device (nanoGPT's get_batch)."""
+def get_windows(paths: list[str], dtype: str, batch_size: int, block_size: int, gen: torch.Generator,
+                device: str) -> torch.Tensor:
+    """batch_size random windows of block_size tokens from a split's token files (prepare.shard_paths), on device
+    (nanoGPT's get_batch). A window lies within one file; each start is drawn uniformly over all of them."""
     # a fresh memmap per batch avoids the memory leak of a long-lived one
-    data = np.memmap(os.path.join(data_dir, f'{split}.bin'), dtype=dtype, mode='r')
-    ix = torch.randint(len(data) - block_size, (batch_size,), generator=gen).tolist()
-    return _to_device(torch.from_numpy(np.stack([data[i:i + block_size].astype(np.int64) for i in ix])), device)
+    files = [np.memmap(p, dtype=dtype, mode='r') for p in paths]
+    ends = np.cumsum([max(len(f) - block_size, 0) for f in files])  # the starts each file offers, running total
+    ix = torch.randint(int(ends[-1]), (batch_size,), generator=gen).numpy()
+    which = np.searchsorted(ends, ix, side='right')
+    rows = [files[k][i - (ends[k - 1] if k else 0):][:block_size] for k, i in zip(which.tolist(), ix.tolist())]
+    return _to_device(torch.from_numpy(np.stack([r.astype(np.int64) for r in rows])), device)
 
 
 SCAN_CHUNK = 1 << 26  # tokens read at a time when finding the documents of a token file
@@ -51,7 +55,7 @@ def document_pieces(path: str, dtype: str, cls_token_id: int,
     data = np.memmap(path, dtype=dtype, mode='r')
     # a chunk at a time: `data == cls_token_id` on the whole file would hold one byte per token in memory
     doc_starts = np.concatenate([np.flatnonzero(data[i:i + SCAN_CHUNK] == cls_token_id) + i
-                                 for i in range(0, len(data), SCAN_CHUNK)])
+                                 for i in range(0, len(data), SCAN_CHUNK)] + [np.zeros(0, np.int64)])
     lengths = np.diff(doc_starts, append=len(data))
     extra = -(-np.maximum(lengths - block_size, 0) // (block_size - 1))  # further pieces of each document
     doc_of_piece = np.repeat(np.arange(len(doc_starts)), 1 + extra)
@@ -60,25 +64,30 @@ def document_pieces(path: str, dtype: str, cls_token_id: int,
     needs_cls = k > 0
     fits = starts + block_size - needs_cls <= len(data)  # the last pieces of the file may not fill a window
     starts, needs_cls = starts[fits], needs_cls[fits]
+    if not len(starts):  # a file too short for one window
+        return starts, needs_cls, np.zeros(0, np.int64)
     lengths = np.minimum(np.diff(starts, append=starts[-1] + block_size), block_size)
     return starts, needs_cls, np.cumsum(lengths)
 
 
-def get_document_windows(data_dir: str, split: str, dtype: str, batch_size: int, block_size: int, cls_token_id: int,
+def get_document_windows(paths: list[str], dtype: str, batch_size: int, block_size: int, cls_token_id: int,
                          gen: torch.Generator, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Document packing: windows that each start at the beginning of a document (or of a piece of a long one, then
-    with a [CLS] in front) and go on into the documents after it, with document_ids [B, T] numbering the documents
-    in each window so that attention stays within them (Encoder.forward(document_ids=...)). A piece is drawn with
-    probability proportional to its length, so every token is as likely to be trained on as with get_windows."""
-    path = os.path.join(data_dir, f'{split}.bin')
-    starts, needs_cls, total = document_pieces(path, dtype, cls_token_id, block_size)
-    # a uniform token, then the piece that holds it: O(batch log pieces) per batch, whatever the corpus size
-    tokens = torch.randint(int(total[-1]), (batch_size,), generator=gen).numpy()
-    pieces = np.searchsorted(total, tokens, side='right').tolist()
-    data = np.memmap(path, dtype=dtype, mode='r')
+    with a [CLS] in front) and go on into the documents after it in the same file, with document_ids [B, T]
+    numbering the documents in each window so that attention stays within them (Encoder.forward(document_ids=...)).
+    A piece is drawn with probability proportional to its length, so every token is as likely to be trained on as
+    with get_windows."""
+    pieces = [document_pieces(p, dtype, cls_token_id, block_size) for p in paths]
+    offsets = np.cumsum([0] + [int(total[-1]) if len(total) else 0 for _, _, total in pieces])
+    # a uniform token, then the file and the piece that hold it: O(batch log pieces) per batch, whatever the size
+    tokens = torch.randint(int(offsets[-1]), (batch_size,), generator=gen).numpy()
+    files = np.searchsorted(offsets, tokens, side='right') - 1
     rows = []
-    for p in pieces:
+    for k, t in zip(files.tolist(), tokens.tolist()):
+        starts, needs_cls, total = pieces[k]
+        p = int(np.searchsorted(total, t - offsets[k], side='right'))
         s = int(starts[p])
+        data = np.memmap(paths[k], dtype=dtype, mode='r')
         row = data[s:s + block_size - 1] if needs_cls[p] else data[s:s + block_size]
         rows.append(np.concatenate([[cls_token_id], row]) if needs_cls[p] else row)
     x = torch.from_numpy(np.stack(rows).astype(np.int64))

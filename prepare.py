@@ -18,6 +18,7 @@ Options (--key=value):
   --force         rebuild even when the outputs match the inputs and settings
   --val_fraction  fraction of documents held out for validation (default 0.05, at least one document)
   --num_proc      tokenizer processes (default: all cores)
+  --shard_tokens  most tokens in one token file (default 2^30); a larger split is written as train_000.bin, ...
   --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
   --mix_weights   with several sources in --dataset (comma-separated): how many times each document of each is
                   taken, e.g. --dataset=wiki/,code/ --mix_weights=1,2 (0.5: a hash-chosen half; default 1 each)
@@ -26,6 +27,7 @@ Options (--key=value):
   --tokenizer_model  what --train_tokenizer trains: bpe (byte-level, ModernBERT's kind; default) or wordpiece
                   (lowercasing, BERT's and NeoBERT's kind)
 """
+import contextlib
 import gzip
 import hashlib
 import importlib.util
@@ -651,58 +653,119 @@ def _tmp(path: str) -> str:
     return path + ".tmp"
 
 
+def shard_names(split: str, n_shards: int) -> list[str]:
+    """The token files of a split: <split>.bin, or <split>_000.bin, <split>_001.bin, ... when it has several."""
+    return [f"{split}.bin"] if n_shards == 1 else [f"{split}_{i:03d}.bin" for i in range(n_shards)]
+
+
+def shard_paths(data_dir: str, split: str, meta: dict) -> list[str]:
+    """The paths of a prepared split's token files, in order (a dataset without shards has one)."""
+    shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
+    return [os.path.join(data_dir, name) for name in shard_names(split, len(shards))]
+
+
+class ShardWriter:
+    """Appends whole documents to a split's token files (under temporary names), starting the next file before a
+    document that would take the current one past `shard_tokens`: no document straddles two files."""
+
+    def __init__(self, out: str, split: str, shard_tokens: int):
+        self.out, self.split, self.shard_tokens = out, split, shard_tokens
+        self.sizes, self.file = [], None
+
+    def temp_path(self, i: int) -> str:
+        return _tmp(os.path.join(self.out, f"{self.split}_{i:03d}.bin"))
+
+    def write(self, ids: np.ndarray) -> None:
+        if self.file is None or (self.sizes[-1] and self.sizes[-1] + len(ids) > self.shard_tokens):
+            if self.file is not None:
+                self.file.close()
+            self.file = open(self.temp_path(len(self.sizes)), "wb")
+            self.sizes.append(0)
+        self.file.write(ids.tobytes())
+        self.sizes[-1] += len(ids)
+
+    def close(self) -> None:
+        if self.file is None:  # a split with no document still has its (empty) file
+            self.file = open(self.temp_path(0), "wb")
+            self.sizes.append(0)
+        self.file.close()
+
+    def renames(self) -> list[tuple[str, str]]:
+        """(temporary path, final path) of each file written."""
+        names = shard_names(self.split, len(self.sizes))
+        return [(self.temp_path(i), os.path.join(self.out, n)) for i, n in enumerate(names)]
+
+
 def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Tokenizer, meta: dict) -> np.ndarray:
-    """Write train.bin, val.bin, counts.npy and meta.json (meta plus the token totals), each under a temporary name
-    renamed at the end, reading the corpus a second time as a stream; return the token counts of the train split."""
+    """Write the token files of both splits (train.bin and val.bin, or shards of them), counts.npy and meta.json
+    (meta plus the token totals), each under a temporary name renamed at the end, reading the corpus a second time
+    as a stream; return the token counts of the train split."""
     out = cfg["out_dir"]
-    paths = {name: os.path.join(out, name) for name in ("train.bin", "val.bin", "counts.npy", "meta.json")}
     os.makedirs(out, exist_ok=True)
+    writers = {split: ShardWriter(out, split, cfg["shard_tokens"]) for split in ("train", "val")}
+    others = {name: os.path.join(out, name) for name in ("counts.npy", "meta.json")}
     counts = np.zeros(tok.vocab_size, dtype=np.int64)
     try:
-        with open(_tmp(paths["train.bin"]), "wb") as train, open(_tmp(paths["val.bin"]), "wb") as val:
-            docs = (d for _, d, _ in corpus(cfg))
-            n = 0
-            for n, ids in enumerate(tokenize(docs, scan, tok, cfg["num_proc"]), 1):
-                held_out = n <= len(is_val) and is_val[n - 1]
-                (val if held_out else train).write(ids.tobytes())
-                if not held_out:
-                    counts += np.bincount(ids, minlength=tok.vocab_size)
-            if n != len(is_val):
-                raise SystemExit(f"--dataset={cfg['dataset']} changed while it was prepared ({len(is_val)} documents "
-                                 f"at the first reading, {n} at the second); run prepare.py again")
-        itemsize = token_dtype(tok.vocab_size).itemsize
-        val_tokens = os.path.getsize(_tmp(paths["val.bin"])) // itemsize
-        meta = meta | {"train_tokens": int(counts.sum()), "val_tokens": val_tokens}
-        with open(_tmp(paths["counts.npy"]), "wb") as f:
+        docs = (d for _, d, _ in corpus(cfg))
+        n = 0
+        for n, ids in enumerate(tokenize(docs, scan, tok, cfg["num_proc"]), 1):
+            held_out = n <= len(is_val) and is_val[n - 1]
+            writers["val" if held_out else "train"].write(ids)
+            if not held_out:
+                counts += np.bincount(ids, minlength=tok.vocab_size)
+        for writer in writers.values():
+            writer.close()
+        if n != len(is_val):
+            raise SystemExit(f"--dataset={cfg['dataset']} changed while it was prepared ({len(is_val)} documents "
+                             f"at the first reading, {n} at the second); run prepare.py again")
+        meta = meta | {f"{split}_{key}": value for split, w in writers.items()
+                       for key, value in (("tokens", sum(w.sizes)), ("shards", w.sizes))}
+        with open(_tmp(others["counts.npy"]), "wb") as f:
             np.save(f, counts)
-        with open(_tmp(paths["meta.json"]), "w") as f:
+        with open(_tmp(others["meta.json"]), "w") as f:
             json.dump(meta, f, indent=2)
     except BaseException as e:
-        for path in paths.values():
-            if os.path.lexists(_tmp(path)):
-                os.remove(_tmp(path))
+        temps = [t for w in writers.values() for t, _ in w.renames()] + [_tmp(p) for p in others.values()]
+        for w in writers.values():
+            if w.file is not None:
+                with contextlib.suppress(OSError):  # closing flushes, and fails again on a full disk
+                    w.file.close()
+        for path in temps:
+            if os.path.lexists(path):
+                os.remove(path)
         if isinstance(e, OSError):  # reading errors are SystemExits already: this is writing (a full disk, say)
             raise SystemExit(f"cannot write to {out} ({first_line(e)}); nothing there was changed: free some space "
                              f"or give another --out_dir")
         raise
     # meta.json goes last, and the old one first: while it is missing the folder does not look prepared
-    if os.path.exists(paths["meta.json"]):
-        os.remove(paths["meta.json"])
-    for path in paths.values():
-        os.replace(_tmp(path), path)
+    if os.path.exists(others["meta.json"]):
+        os.remove(others["meta.json"])
+    renames = [r for w in writers.values() for r in w.renames()]
+    for path in Path(out).glob("*.bin"):  # token files of an earlier preparation that this one does not replace
+        if re.fullmatch(r"(train|val)(_\d{3})?\.bin", path.name) and str(path) not in {f for _, f in renames}:
+            os.remove(path)
+    for tmp, final in renames + [(_tmp(p), p) for p in others.values()]:
+        os.replace(tmp, final)
+    shards = len(writers["train"].sizes) + len(writers["val"].sizes)
     print(f"wrote {out}: {meta['train_tokens']:,} train tokens ({meta['train_documents']} documents), "
-          f"{meta['val_tokens']:,} val tokens ({meta['val_documents']} documents), {meta['dtype']}")
+          f"{meta['val_tokens']:,} val tokens ({meta['val_documents']} documents), {meta['dtype']}"
+          + (f", in {shards} files of at most {cfg['shard_tokens']:,} tokens" if shards > 2 else ""))
     return counts
 
 
-def _is_up_to_date(out_dir: str, fingerprint: str) -> bool:
+def _is_up_to_date(out_dir: str, fingerprint: str, shard_tokens: int) -> bool:
+    """The outputs hold these documents, tokenizer and settings (the fingerprint), in files of this size."""
     try:
         with open(os.path.join(out_dir, "meta.json")) as f:
             meta = json.load(f)
-    except (OSError, ValueError):
+        files = [*shard_paths(out_dir, "train", meta), *shard_paths(out_dir, "val", meta),
+                 os.path.join(out_dir, "counts.npy")]
+        # the file size is not part of the fingerprint: the tokens, and what checkpoints check, are the same
+        one_file = max(meta["train_tokens"], meta["val_tokens"]) <= shard_tokens and len(files) == 3
+        layout_ok = meta.get("shard_tokens", shard_tokens if one_file else None) == shard_tokens
+    except (OSError, ValueError, KeyError, TypeError):
         return False
-    files = ("train.bin", "val.bin", "counts.npy")
-    return meta.get("fingerprint") == fingerprint and all(os.path.isfile(os.path.join(out_dir, f)) for f in files)
+    return meta.get("fingerprint") == fingerprint and layout_ok and all(os.path.isfile(f) for f in files)
 
 
 def _vocab_fingerprint(path: str) -> str | None:
@@ -762,12 +825,13 @@ def load_dataset(data_dir: str, block_size: int, hint: str) -> dict:
     block; SystemExit naming the problem and `hint` otherwise."""
     meta = load_meta(data_dir, hint)
     for split in ("train", "val"):
-        path = os.path.join(data_dir, f"{split}.bin")
-        size = meta[f"{split}_tokens"] * np.dtype(meta["dtype"]).itemsize
-        if not os.path.isfile(path) or os.path.getsize(path) != size:
-            raise SystemExit(f"{path} is missing or does not match meta.json; {hint} --force")
-        if meta[f"{split}_tokens"] <= block_size:
-            raise SystemExit(f"the {split} split has {meta[f'{split}_tokens']} tokens, not more than "
+        shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
+        for path, tokens in zip(shard_paths(data_dir, split, meta), shards):
+            if not os.path.isfile(path) or os.path.getsize(path) != tokens * np.dtype(meta["dtype"]).itemsize:
+                raise SystemExit(f"{path} is missing or does not match meta.json; {hint} --force")
+        if max(shards) <= block_size:
+            raise SystemExit(f"the {split} split has {meta[f'{split}_tokens']} tokens"
+                             f"{' in its largest file' if len(shards) > 1 else ''}, not more than "
                              f"block_size={block_size}")
     return meta
 
@@ -796,6 +860,7 @@ DEFAULTS = dict(
     text_field="text",
     mix_weights=[],  # with several sources in --dataset (comma-separated): how many times each document of each is
     #                  taken (2: twice, 0.5: a hash-chosen half); default 1 each
+    shard_tokens=2 ** 30,  # each token file holds at most this many tokens (whole documents): 2 GiB of uint16
     train_tokenizer=0,  # K > 0: train a tokenizer of K entries on the corpus (saved to out_dir/tokenizer) and use it
     tokenizer_model="bpe",  # what --train_tokenizer trains: bpe (byte-level, as ModernBERT) | wordpiece (as BERT)
 )
@@ -809,6 +874,8 @@ def parse_args(argv: list[str]) -> dict:
                          f"integers, e.g. --shrink_vocab=2048,4096")
     if not 0 < cfg["val_fraction"] < 1:
         raise SystemExit(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
+    if cfg["shard_tokens"] < 1:
+        raise SystemExit(f"--shard_tokens={cfg['shard_tokens']} must be a positive number of tokens")
     if cfg["num_proc"] < 1:
         raise SystemExit(f"--num_proc={cfg['num_proc']} must be at least 1")
     if cfg["train_tokenizer"] and any(a.startswith("--tokenizer=") for a in argv):
@@ -856,7 +923,7 @@ def main(argv: list[str] | None = None) -> int:
     fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(scan.hashes)).hexdigest()
 
     out = cfg["out_dir"]
-    rebuild = cfg["force"] or not _is_up_to_date(out, fingerprint)
+    rebuild = cfg["force"] or not _is_up_to_date(out, fingerprint, cfg["shard_tokens"])
     if rebuild:
         meta = {
             "vocab_size": tok.vocab_size, "dtype": token_dtype(tok.vocab_size).name, "tokenizer": tok.name,
@@ -869,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
             "val_documents": int(is_val.sum()),
             "split": f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents with the smallest "
                      f"sha256 of their UTF-8 text, and their copies, are val, the rest train",
-            "invalid_utf8_replaced": scan.replaced, "fingerprint": fingerprint,
+            "invalid_utf8_replaced": scan.replaced, "fingerprint": fingerprint, "shard_tokens": cfg["shard_tokens"],
         }
         counts = write_token_files(cfg, scan, is_val, tok, meta)
     else:

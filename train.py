@@ -28,7 +28,7 @@ from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, get_document_windows, get
                  micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
 from optim import LR_SCHEDULES, scheduled_lr
-from prepare import data_tokenizer, folder_tokenizer, load_dataset, require_same_tokenizer
+from prepare import data_tokenizer, folder_tokenizer, load_dataset, require_same_tokenizer, shard_paths
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -202,6 +202,7 @@ data_dir = os.path.join(data_root, dataset)
 prepare_hint = f"run: python prepare.py --dataset={dataset} --out_dir={data_dir}"
 longest_block = max([block_size, *scheduled_values(schedule, 'set_block_size')])
 meta = load_dataset(data_dir, longest_block, prepare_hint)  # stops with one line on a problem
+shards = {split: shard_paths(data_dir, split, meta) for split in ('train', 'val')}  # each split's token files
 
 
 # vocabulary: the active token space is the shrunken one while remapping is on ----
@@ -225,9 +226,9 @@ def make_batch(split: str, rate: float, *key: int):
     gen = torch.Generator().manual_seed(seed_for(seed, *key))
     shape = state['batch_size'], state['block_size']  # phase operations change them
     if pack_documents:
-        x, documents = get_document_windows(data_dir, split, meta['dtype'], *shape, meta['cls_token_id'], gen, device)
+        x, documents = get_document_windows(shards[split], meta['dtype'], *shape, meta['cls_token_id'], gen, device)
     else:
-        x, documents = get_windows(data_dir, split, meta['dtype'], *shape, gen, device), None
+        x, documents = get_windows(shards[split], meta['dtype'], *shape, gen, device), None
     mapping, space = curriculum.space()
     # windows are drawn on the CPU; on a GPU the masks are drawn there, from the same key extended by 1
     dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))

@@ -73,7 +73,7 @@ def write_documents(folder, lengths: list[int], cls_id: int = 1) -> list[list[in
 def test_document_windows_start_at_documents_and_number_them(tmp_path):
     docs = write_documents(tmp_path, [5, 40, 3, 9, 17, 2, 30])
     block = 8
-    x, documents = get_document_windows(str(tmp_path), 'train', 'uint16', 400, block, 1,
+    x, documents = get_document_windows([str(tmp_path / 'train.bin')], 'uint16', 400, block, 1,
                                         torch.Generator().manual_seed(0), 'cpu')
     assert x.shape == documents.shape == (400, block) and (x[:, 0] == 1).all()
     assert torch.equal(documents, torch.cumsum(x == 1, dim=1))  # a new id at every [CLS], from 1
@@ -102,9 +102,37 @@ def test_documents_are_found_a_chunk_at_a_time(tmp_path, monkeypatch):
     assert len(whole[0]) > 35  # every document starts a piece, the long ones more than one
 
 
+def test_windows_of_several_files_lie_within_one_and_cover_all(tmp_path):
+    # a split in three files: every window (random or document-packed) is a run of one file, and each file gets
+    # windows in proportion to what it holds
+    files = []
+    for k, lengths in enumerate([[30] * 20, [12, 50, 7] * 10, [25] * 8]):
+        (tmp_path / f'{k}').mkdir()
+        docs = write_documents(tmp_path / f'{k}', lengths)
+        files.append(np.array([t + 1000 * k * (t != 1) for d in docs for t in d]))  # distinct tokens per file
+        files[-1].astype(np.uint16).tofile(tmp_path / f'{k}' / 'train.bin')
+    paths = [str(tmp_path / f'{k}' / 'train.bin') for k in range(3)]
+    gen = torch.Generator().manual_seed(0)
+    x = mlm.get_windows(paths, 'uint16', 3000, 16, gen, 'cpu').numpy()
+    y, documents = mlm.get_document_windows(paths, 'uint16', 3000, 16, 1, gen, 'cpu')
+    for rows, packed in ((x, False), (y.numpy(), True)):
+        which = []
+        for row in rows:
+            content = row[1:] if packed else row  # a packed window may put a [CLS] of its own in front
+            j = int(np.flatnonzero(content != 1)[0])  # the first token that is not [CLS]: unique in all files
+            k = content[j] // 1000
+            i = int(np.flatnonzero(files[k] == content[j])[0]) - j
+            assert np.array_equal(files[k][i:i + len(content)], content)
+            which.append(k)
+        share = np.bincount(which, minlength=3) / len(rows)
+        assert np.allclose(share, [len(f) / sum(map(len, files)) for f in files], atol=0.04), (packed, share)
+    assert (y[:, 0] == 1).all() and torch.equal(documents, torch.cumsum(y == 1, dim=1))
+
+
 def test_document_windows_draw_tokens_as_uniformly_as_random_windows(tmp_path):
     write_documents(tmp_path, [3] * 200 + [600])  # short documents, then one long one: 600 of 1,200 tokens
-    x, _ = get_document_windows(str(tmp_path), 'train', 'uint16', 4000, 16, 1, torch.Generator().manual_seed(0), 'cpu')
+    x, _ = get_document_windows([str(tmp_path / 'train.bin')], 'uint16', 4000, 16, 1, torch.Generator().manual_seed(0),
+                                'cpu')
     first = x[:, 1]  # the token after [CLS]: from a short document or from the long one
     from_long = (first >= 10 + 3 * 200).float().mean().item()
     assert 0.4 < from_long < 0.6  # about half the windows start in the long document, half in the short ones

@@ -464,6 +464,27 @@ def test_sources_mixed_by_weight(tmp_path, gpt2):
         assert sorted(where.values()) == [0, copies]  # all copies on one side of the split
 
 
+def test_shards_hold_whole_documents_and_add_up_to_one_file(tmp_path, shakespeare, gpt2):
+    out = tmp_path / "sharded"
+    assert prepare.main([f"--out_dir={out}", "--shard_tokens=300000", "--shrink_vocab=2048"]) == 0
+    meta = load_meta(out)
+    paths = prepare.shard_paths(str(out), "train", meta)
+    assert len(paths) >= 5 and [Path(p).name for p in paths[:2]] == ["train_000.bin", "train_001.bin"]
+    data = [np.fromfile(p, dtype=np.uint16) for p in paths]
+    assert [len(d) for d in data] == meta["train_shards"] and max(meta["train_shards"]) <= 300000
+    assert all(d[0] == gpt2.cls_token_id and d[-1] == gpt2.sep_token_id for d in data)  # no document cut in two
+    # the same tokens, in the same order, as the one-file preparation
+    assert np.concatenate(data).tobytes() == (shakespeare / "train.bin").read_bytes()
+    assert meta["val_shards"] == [meta["val_tokens"]] and (out / "val.bin").read_bytes() == (
+        shakespeare / "val.bin").read_bytes()
+    assert (out / "counts.npy").read_bytes() == (shakespeare / "counts.npy").read_bytes()
+    # prepared again in one file, the shards go; sharded again, train.bin goes
+    assert prepare.main([f"--out_dir={out}"]) == 0
+    assert sorted(p.name for p in out.glob("*.bin")) == ["train.bin", "val.bin"]
+    assert prepare.main([f"--out_dir={out}", "--shard_tokens=300000"]) == 0
+    assert "train.bin" not in {p.name for p in out.glob("*.bin")}
+
+
 # --train_tokenizer --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("model", ["bpe", "wordpiece"])
@@ -499,7 +520,7 @@ def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
 def test_a_full_disk_is_one_line_and_changes_nothing(small):
     small_corpus, prepared = small
     before = snapshot(prepared)
-    (prepared / "train.bin.tmp").symlink_to("/dev/full")  # every write there fails with ENOSPC, as on a full disk
+    (prepared / "train_000.bin.tmp").symlink_to("/dev/full")  # every write there fails with ENOSPC, as on a full disk
     with pytest.raises(SystemExit) as e:
         prepare.main([f"--dataset={small_corpus}", f"--out_dir={prepared}", "--force", "--num_proc=1"])
     assert "No space left on device" in str(e.value.code) and "\n" not in str(e.value.code)

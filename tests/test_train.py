@@ -108,3 +108,17 @@ def test_document_packing_trains_and_resumes_exactly(data_root, tmp_path):
     packed_first = next(m['val_loss'] for m in read_metrics(tmp_path / 'full') if 'val_loss' in m)
     unpacked_first = next(m['val_loss'] for m in read_metrics(tmp_path / 'unpacked') if 'val_loss' in m)
     assert unpacked.returncode == 0 and packed_first != unpacked_first  # the switch changes the windows
+
+
+def test_trains_on_a_sharded_dataset(tmp_path):
+    # a corpus prepared in several token files trains, packed or not, and resumes exactly across them
+    import prepare
+    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'sharded'}", "--shard_tokens=200000", "--num_proc=2"]) == 0
+    for packed in (False, True):
+        common = ['--dataset=sharded', f'--pack_documents={packed}', '--eval_interval=2', '--lr_decay_iters=4']
+        full, part = tmp_path / f'full_{packed}', tmp_path / f'part_{packed}'
+        train(tmp_path / 'data', full, *common, '--max_iters=4')
+        train(tmp_path / 'data', part, *common, '--max_iters=2')
+        train(tmp_path / 'data', part, *common, '--max_iters=4', '--init_from=resume')
+        a, b = ({m['iter']: m['loss'] for m in read_metrics(d) if 'loss' in m and m['iter'] >= 2} for d in (full, part))
+        assert list(a) == [2, 3] and a == b
