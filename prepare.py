@@ -421,7 +421,7 @@ def _corpus_files(dataset: str) -> list[Path] | None:
     if dataset == "shakespeare":
         files = _shakespeare_files()
     elif os.path.isdir(dataset):
-        files = sorted(p for p in Path(dataset).rglob("*") if p.name.endswith(CORPUS_SUFFIXES))
+        files = sorted(p for p in Path(dataset).rglob("*") if p.name.endswith(CORPUS_SUFFIXES) and not p.is_dir())
     elif os.path.isfile(dataset):
         if not dataset.endswith(CORPUS_SUFFIXES):
             raise SystemExit(f"--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, "

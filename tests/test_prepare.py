@@ -264,6 +264,13 @@ def dataset_arg(tmp_path: Path, files: dict[str, bytes], pick: str = "") -> list
     return [f"--dataset={make_files(tmp_path, files) / pick}"]
 
 
+def broken_link_corpus(tmp_path: Path) -> Path:
+    """A folder with a readable file and one that cannot be read (a link to nothing)."""
+    folder = make_files(tmp_path, {"a.txt": b"one play"})
+    (folder / "b.txt").symlink_to(tmp_path / "gone.txt")
+    return folder
+
+
 BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     "empty corpus": (lambda t: dataset_arg(t, {"a.txt": b"", "b.txt": b"  \n"}), "empty corpus"),
     "empty folder": (lambda t: dataset_arg(t, {"notes.md": b"text"}), "no .txt or .jsonl files"),
@@ -280,6 +287,7 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
                                 "must be one of bpe, wordpiece"),
     "weights not one per source": (lambda t: ["--mix_weights=1,2"], "one positive weight per source of --dataset (1)"),
     "negative weight": (lambda t: ["--mix_weights=-1"], "one positive weight per source"),
+    "unreadable file": (lambda t: [f"--dataset={broken_link_corpus(t)}"], "b.txt (FileNotFoundError: [Errno 2]"),
     "bad json": (lambda t: dataset_arg(t, {"c.jsonl": b'{"text": "a"}\n{oops'}, "c.jsonl"),
                  "c.jsonl:2: not valid JSON"),
     "missing field": (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", "--text_field=body"],
