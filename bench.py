@@ -154,13 +154,13 @@ def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int
     spaces = [("full", corpus.full, None)]
     if corpus.shrunk is not None:
         spaces.append(("shrunk", corpus.shrunk, corpus.full_to_shrunk))
+    paths = shard_paths(corpus.data_dir, "train", corpus.meta)
     for name, space, mapping in spaces:
         gen = torch.Generator().manual_seed(seed)
         dgen = gen if args.device == "cpu" else torch.Generator(args.device).manual_seed(seed)
 
         def batch():
-            x = get_windows(shard_paths(corpus.data_dir, "train", corpus.meta), corpus.meta["dtype"], args.batch_size,
-                            block_size, gen, args.device)
+            x = get_windows(paths, corpus.meta["dtype"], args.batch_size, block_size, gen, args.device)
             return mask_tokens(x, space, MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB, dgen, mapping)
 
         seconds[name], batches[name] = timed(batch, args.device)
@@ -434,6 +434,13 @@ def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
                  vs_adamw=statistics.median(s / a for s, a in zip(seconds[n], seconds["adamw"]))) for n in names]
 
 
+def optimizer_markdown(rows: list[dict]) -> str:
+    lines = ["| model | optimizer | tensors | ms per step | vs fused AdamW |", "|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['variant'].removeprefix('optimizer, ')} | {r['tensors']} | {r['step_ms']:.1f} "
+              f"| {r['vs_adamw']:.2f}x |" for r in rows]
+    return "\n".join(lines)
+
+
 def attention_markdown(rows: list[dict]) -> str:
     lines = ["| model | block | variant | blocks | ms (forward + backward) | vs dense |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['model']} | {r['block_size']} | {r['variant']} | {r['blocks']} | {r['step_ms']:.1f} "
@@ -543,9 +550,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.optimizer:
         rows = [r for shape in args.shapes for r in optimizer_rows(shape, args)]
         print(f"{args.device}, torch {torch.__version__}; medians of {args.reps} rounds after {args.warmup} warm-up")
-        print("| model | optimizer | tensors | ms per step | vs fused AdamW |\n|---|---|---|---|---|")
-        print("\n".join(f"| {r['model']} | {r['variant'][11:]} | {r['tensors']} | {r['step_ms']:.1f} "
-                        f"| {r['vs_adamw']:.2f}x |" for r in rows))
+        print(optimizer_markdown(rows))
     elif args.attention:
         rows = [r for shape in args.shapes for block_size in args.block_sizes
                 for r in attention_rows(shape, block_size, args)]

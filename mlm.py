@@ -5,7 +5,6 @@ makes gradient accumulation exact.
 """
 import functools
 import math
-import os
 
 import numpy as np
 import torch
@@ -81,13 +80,13 @@ def get_document_windows(paths: list[str], dtype: str, batch_size: int, block_si
     offsets = np.cumsum([0] + [int(total[-1]) if len(total) else 0 for _, _, total in pieces])
     # a uniform token, then the file and the piece that hold it: O(batch log pieces) per batch, whatever the size
     tokens = torch.randint(int(offsets[-1]), (batch_size,), generator=gen).numpy()
-    files = np.searchsorted(offsets, tokens, side='right') - 1
+    which = np.searchsorted(offsets, tokens, side='right') - 1
+    files = [np.memmap(p, dtype=dtype, mode='r') for p in paths]
     rows = []
-    for k, t in zip(files.tolist(), tokens.tolist()):
+    for k, t in zip(which.tolist(), tokens.tolist()):
         starts, needs_cls, total = pieces[k]
         p = int(np.searchsorted(total, t - offsets[k], side='right'))
-        s = int(starts[p])
-        data = np.memmap(paths[k], dtype=dtype, mode='r')
+        s, data = int(starts[p]), files[k]
         row = data[s:s + block_size - 1] if needs_cls[p] else data[s:s + block_size]
         rows.append(np.concatenate([[cls_token_id], row]) if needs_cls[p] else row)
     x = torch.from_numpy(np.stack(rows).astype(np.int64))

@@ -623,6 +623,14 @@ def check_shrink_size(k: int, tok: Tokenizer) -> None:
                          f"of {tok.name})")
 
 
+def checked_tokenizer(name: str, shrink_sizes: list[int]) -> Tokenizer:
+    """load_tokenizer(name), after checking that each shrunken size K fits its vocabulary."""
+    tok = load_tokenizer(name)
+    for k in shrink_sizes:
+        check_shrink_size(k, tok)
+    return tok
+
+
 def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
     """The remapping to a K-slot vocabulary. Layout: the tokenizer's special tokens (by full id), then RARE, then the
     K - specials - 1 most frequent regular tokens of the train split (ties: lower id first). Every other full id,
@@ -883,6 +891,10 @@ def parse_args(argv: list[str]) -> dict:
     if cfg["train_tokenizer"] and not 64 <= cfg["train_tokenizer"] <= 2 ** 20:
         raise SystemExit(f"--train_tokenizer={cfg['train_tokenizer']} must be a vocabulary size from 64 to 1048576, "
                          f"e.g. 32768")
+    too_large = [k for k in cfg["shrink_vocab"] if cfg["train_tokenizer"] and k >= cfg["train_tokenizer"]]
+    if too_large:
+        raise SystemExit(f"--shrink_vocab={too_large[0]} is not smaller than "
+                         f"--train_tokenizer={cfg['train_tokenizer']}")
     if cfg["tokenizer_model"] not in TOKENIZER_MODELS:
         raise SystemExit(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
     cfg["sources"] = cfg["dataset"].split(",")
@@ -904,22 +916,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     cfg = parse_args(argv)
     # every check comes before the first write, so bad input leaves existing outputs untouched
-    if not cfg["train_tokenizer"]:
-        tok = load_tokenizer(cfg["tokenizer"])
-    for k in cfg["shrink_vocab"]:
-        if cfg["train_tokenizer"] and k >= cfg["train_tokenizer"]:
-            raise SystemExit(f"--shrink_vocab={k} is not smaller than --train_tokenizer={cfg['train_tokenizer']}")
-        if not cfg["train_tokenizer"]:
-            check_shrink_size(k, tok)
+    tok = None if cfg["train_tokenizer"] else checked_tokenizer(cfg["tokenizer"], cfg["shrink_vocab"])
     # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it (and once more to
     # train a tokenizer)
     scan = scan_corpus(cfg)
     is_val = split_documents(scan.hashes, cfg["val_fraction"])
-    if cfg["train_tokenizer"]:
-        tok = load_tokenizer(trained_tokenizer(cfg, scan, is_val))
-        for k in cfg["shrink_vocab"]:
-            check_shrink_size(k, tok)
-    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"], cfg["mix_weights"]]
+    tok = tok or checked_tokenizer(trained_tokenizer(cfg, scan, is_val), cfg["shrink_vocab"])
+    # the mixture needs no entry: the weights show in the document hashes (copies, the documents taken)
+    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"]]
     fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(scan.hashes)).hexdigest()
 
     out = cfg["out_dir"]

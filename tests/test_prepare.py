@@ -283,6 +283,8 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
                      "b.txt.gz (EOFError: Compressed file ended before the end-of-stream marker was reached)"),
     "trained and given tokenizer": (lambda t: ["--train_tokenizer=1000", "--tokenizer=gpt2"], "not both"),
     "trained tokenizer too small": (lambda t: ["--train_tokenizer=10"], "must be a vocabulary size from 64"),
+    "shrunken size of a trained tokenizer": (lambda t: ["--train_tokenizer=1000", "--shrink_vocab=1024"],
+                                             "--shrink_vocab=1024 is not smaller than --train_tokenizer=1000"),
     "unknown tokenizer model": (lambda t: ["--train_tokenizer=1000", "--tokenizer_model=unigram"],
                                 "must be one of bpe, wordpiece"),
     "weights not one per source": (lambda t: ["--mix_weights=1,2"], "one positive weight per source of --dataset (1)"),
