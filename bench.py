@@ -33,7 +33,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from configurator import configure, fail
-from mlm import TokenSpace, get_windows, mask_tokens, prediction_capacity, seed_for
+from mlm import TokenSpace, masked_batch, prediction_capacity, seed_for
 from model import (IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule,
                    rope_cos_sin)
 from prepare import load_dataset, load_remap, shard_paths
@@ -149,21 +149,16 @@ def timed(fn, device: str) -> tuple[float, object]:
 
 def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int) -> tuple[dict, dict]:
     """One round's batch in each token space, {"full": (x, y), "shrunk": ...}, and the seconds each took:
-    windows, host-to-device copy, masking and (shrunk) remapping, exactly as train.py's make_batch."""
+    windows, host-to-device copy, masking and (shrunk) remapping, as train.py makes them (mlm.masked_batch)."""
     batches, seconds = {}, {}
     spaces = [("full", corpus.full, None)]
     if corpus.shrunk is not None:
         spaces.append(("shrunk", corpus.shrunk, corpus.full_to_shrunk))
     paths = shard_paths(corpus.data_dir, "train", corpus.meta)
     for name, space, mapping in spaces:
-        gen = torch.Generator().manual_seed(seed)
-        dgen = gen if args.device == "cpu" else torch.Generator(args.device).manual_seed(seed)
-
-        def batch():
-            x = get_windows(paths, corpus.meta["dtype"], args.batch_size, block_size, gen, args.device)
-            return mask_tokens(x, space, MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB, dgen, mapping)
-
-        seconds[name], batches[name] = timed(batch, args.device)
+        seconds[name], batches[name] = timed(
+            lambda: masked_batch(paths, corpus.meta, (args.batch_size, block_size), space, mapping, MASK_RATE,
+                                 (MASK_TOKEN_PROB, RANDOM_TOKEN_PROB), seed, args.device)[:2], args.device)
     return batches, seconds
 
 

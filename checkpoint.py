@@ -1,10 +1,11 @@
 """
-Atomic checkpoint files, shared by train.py, init_guide.py and export_hf.py, and the checks of the model a train.py
-run starts from.
+Atomic checkpoint files, shared by train.py, init_guide.py and export_hf.py, and the model a train.py run starts
+from: its config from scratch, the checks of a checkpoint or folder it starts from.
 
 A checkpoint is written to a temporary file in the same folder, flushed, fsynced and then renamed over
 the target, so a crash at any point leaves the old file or the new one, never a partial one.
 """
+import dataclasses
 import glob
 import os
 import tempfile
@@ -118,6 +119,19 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_r
         raise SystemExit(f"{path} is another run's: it has {settings}; use another out_dir, or --init_from=resume to "
                          f"continue it with this run's settings")
     return ckpt
+
+
+def scratch_config(config: dict, space: dict, vocab_size: int) -> EncoderConfig:
+    """The model of a train.py run that starts from scratch: the run's settings named like EncoderConfig fields
+    (None: the architecture's default), its `dropout` for every dropout, the special ids of its data (space: meta.json
+    or the remapping file), then its model_overrides. SystemExit with one line when they do not make a model."""
+    dropouts = {f'{part}_dropout': config['dropout'] for part in ('embedding', 'attention', 'mlp')}
+    fields = {f.name: config[f.name] for f in dataclasses.fields(EncoderConfig) if f.name in config} | dropouts
+    fields |= {k: space[k] for k in SPECIAL_IDS} | config['model_overrides']
+    try:
+        return EncoderConfig(vocab_size=vocab_size, **{k: v for k, v in fields.items() if v is not None})
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f"invalid model config: {e}")
 
 
 def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: int, attn_implementation: str) -> None:

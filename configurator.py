@@ -121,5 +121,19 @@ def configure(config: dict, argv: list[str]) -> dict:
     return config
 
 
+def check_choices(config: dict, choices: dict) -> None:
+    """Stop with one line when a setting is not one of its allowed values (choices: name -> the values)."""
+    for name, allowed in choices.items():
+        if config[name] not in allowed:
+            fail(f"{name}={config[name]!r} is not one of {', '.join(map(str, allowed))}")
+
+
+def check_at_least(config: dict, minimums: dict) -> None:
+    """Stop with one line when a setting is below its minimum (minimums: name -> the least value)."""
+    for name, least in minimums.items():
+        if config[name] < least:
+            fail(f"{name}={config[name]} must be at least {least}")
+
+
 if __name__ != "configurator":  # exec'd by train.py: update its config globals
     globals().update(configure({k: globals()[k] for k in config_keys}, sys.argv[1:]))  # noqa: F821

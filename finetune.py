@@ -31,7 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from checkpoint import load_checkpoint
-from configurator import configure, fail
+from configurator import check_at_least, check_choices, configure, fail
 from export_hf import exported_model, full_vocabulary_model
 from hf import hf_folder
 from model import Encoder, weight_decay_groups
@@ -367,11 +367,8 @@ def sample(examples: list, limit: int | None) -> list:
 
 
 def check(cfg: dict) -> None:
-    if cfg['pooling'] not in ('cls', 'mean'):
-        fail(f"pooling='{cfg['pooling']}' is not one of cls, mean")
-    for name in ('epochs', 'batch_size', 'log_interval'):
-        if cfg[name] < 1:
-            fail(f"{name}={cfg[name]} must be at least 1")
+    check_choices(cfg, dict(pooling=('cls', 'mean')))
+    check_at_least(cfg, dict(epochs=1, batch_size=1, log_interval=1))
     if cfg['max_length'] < 4:
         fail(f"max_length={cfg['max_length']} leaves no room for text; use 128 or more")
     if cfg['learning_rate'] <= 0 or not 0 <= cfg['warmup_fraction'] < 1:

@@ -125,6 +125,22 @@ def mask_tokens(x: torch.Tensor, space: TokenSpace, rate: float, mask_token_prob
     return torch.where(use_random, random_ids, inputs), labels
 
 
+def masked_batch(paths: list[str], meta: dict, shape: tuple[int, int], space: TokenSpace,
+                 full_to_shrunk: torch.Tensor | None, rate: float, probs: tuple[float, float], seed: int, device: str,
+                 pack_documents: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """An MLM micro-batch reproducible from seed alone: shape = (batch, block) windows of a split's token files
+    (whole documents with pack_documents), masked at rate with probs = (mask_token_prob, random_token_prob).
+    Returns inputs, labels and the document ids of packing (None without it)."""
+    gen = torch.Generator().manual_seed(seed)
+    if pack_documents:
+        x, documents = get_document_windows(paths, meta['dtype'], *shape, meta['cls_token_id'], gen, device)
+    else:
+        x, documents = get_windows(paths, meta['dtype'], *shape, gen, device), None
+    # windows are drawn on the CPU; on a GPU the masks are drawn there, from a seed of their own
+    dgen = gen if torch.device(device).type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, 1))
+    return *mask_tokens(x, space, rate, *probs, dgen, full_to_shrunk), documents
+
+
 def prediction_counts(logits: torch.Tensor, loss: torch.Tensor, labels: torch.Tensor,
                       rare_id: int | None) -> torch.Tensor:
     """What an evaluation sums over batches (float64, to all-reduce): loss * predicted, correct, predicted, and the

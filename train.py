@@ -9,26 +9,27 @@ gradient_accumulation_steps counts micro-batches per optimizer step over ALL ran
 command gives the same global batch, windows and masks whatever the number of processes.
 """
 import dataclasses
-import json
 import os
 import signal
 import threading
-import time
 from contextlib import nullcontext
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import checkpoint_encoder, fit_model_to_data, keep_last, load_start_checkpoint, save_checkpoint
-from configurator import fail
+from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_start_checkpoint, save_checkpoint,
+                        scratch_config)
+from configurator import check_at_least, check_choices, fail
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
+from distributed import all_reduce, setup, shutdown
 from hf import hf_folder
-from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, get_document_windows, get_windows, mask_tokens,
-                 micro_batch_loss, prediction_capacity, prediction_counts, seed_for)
-from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
+from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
+                 prediction_counts, seed_for)
+from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
 from optim import LR_SCHEDULES, scheduled_lr
 from prepare import data_tokenizer, folder_tokenizer, load_dataset, require_same_tokenizer, shard_paths
+from runlog import RunLog, StepClock
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -119,23 +120,18 @@ config = {k: globals()[k] for k in config_keys}
 
 
 # validate the configuration before touching any file -------------------------
-CHOICES = dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqrt'),
-               dtype=('float32', 'bfloat16', 'float16'), attn_implementation=ATTN_IMPLEMENTATIONS,
-               wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
-               weight_decay_convention=('torch', 'decoupled'))
-for _name, _choices in CHOICES.items():
-    if globals()[_name] not in _choices:
-        fail(f"{_name}='{globals()[_name]}' is not one of {', '.join(_choices)}")
+check_choices(config, dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqrt'),
+                           dtype=('float32', 'bfloat16', 'float16'), attn_implementation=ATTN_IMPLEMENTATIONS,
+                           wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
+                           weight_decay_convention=('torch', 'decoupled')))
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
     fail("mask_rate and eval_mask_rate must be in (0, 1)")
 if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
     fail("mask_token_prob and random_token_prob must be >= 0 and sum to at most 1")
 if learning_rate <= 0 or min_lr < 0:
     fail("learning_rate must be > 0 and min_lr >= 0")
-for _name in ('batch_size', 'block_size', 'gradient_accumulation_steps', 'max_iters', 'eval_interval',
-              'log_interval', 'eval_iters', 'checkpoint_interval'):
-    if globals()[_name] < (_name != 'checkpoint_interval'):  # checkpoint_interval may be 0 (off)
-        fail(f"{_name}={globals()[_name]} must be at least {int(_name != 'checkpoint_interval')}")
+check_at_least(config, dict(batch_size=1, block_size=1, gradient_accumulation_steps=1, max_iters=1, eval_interval=1,
+                            log_interval=1, eval_iters=1, checkpoint_interval=0))  # 0: no checkpoints between evals
 _problem = validate_schedule(schedule, remapping=vocab_remapping_file is not None)
 if _problem:
     fail(f"schedule: {_problem}")
@@ -148,33 +144,10 @@ if not (start_from in ('scratch', 'resume') or start_from.startswith('hf:') or s
          f"'auto' or 'auto:<one of those>'")
 
 
-# DDP: torchrun sets RANK; NCCL on CUDA, gloo on CPU ----------------------------
-def init_distributed(backend: str) -> None:
-    """init_process_group, safe under torchrun --max-restarts. torchrun's agent keeps its store across restarts, and
-    a relaunched worker that read the last attempt's addresses there would wait on them forever: each attempt gets
-    keys of its own. The restart count that names them agrees on one node only, hence the refusal on several."""
-    if os.environ.get('TORCHELASTIC_USE_AGENT_STORE') != 'True':
-        dist.init_process_group(backend)
-        return
-    if int(os.environ['GROUP_WORLD_SIZE']) > 1 and int(os.environ['TORCHELASTIC_MAX_RESTARTS']) > 0:
-        fail("torchrun --max-restarts on several nodes needs a new store for each attempt: set "
-             "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in torchrun's environment")
-    store = dist.TCPStore(os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False)
-    store = dist.PrefixStore(f"attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
-    dist.init_process_group(backend, store=store, rank=int(os.environ['RANK']),
-                            world_size=int(os.environ['WORLD_SIZE']))
-
-
-ddp = int(os.environ.get('RANK', -1)) != -1
-if ddp:
-    init_distributed('nccl' if device.startswith('cuda') else 'gloo')
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    if device.startswith('cuda'):
-        device = f'cuda:{int(os.environ["LOCAL_RANK"])}'
-        torch.cuda.set_device(device)
-else:
-    rank, world_size = 0, 1
+# DDP: torchrun sets RANK; NCCL on CUDA, gloo on CPU (distributed.py) ---------------------
+ddp, rank, world_size, device = setup(device)
 master = rank == 0
+log = RunLog(out_dir, master)  # metrics.jsonl, wandb and stdout, from rank 0
 for _steps in [gradient_accumulation_steps, *scheduled_values(schedule, 'set_gradient_accumulation_steps')]:
     if _steps % world_size:
         fail(f"gradient_accumulation_steps={_steps} must be divisible by the {world_size} processes (it counts "
@@ -189,12 +162,6 @@ torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
 ptdtype = {'float32': torch.float32, 'bfloat16': torch.bfloat16, 'float16': torch.float16}[dtype]
 autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, dtype=ptdtype)
-
-
-def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
-    if ddp:
-        dist.all_reduce(t, op=op)
-    return t
 
 
 # data ------------------------------------------------------------------------
@@ -221,33 +188,14 @@ eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
 
 def make_batch(split: str, rate: float, *key: int):
-    """The micro-batch identified by key: windows, remapping, masks, all reproducible from (seed, key); returns
-    inputs, labels and the document ids of document packing (None without it)."""
-    gen = torch.Generator().manual_seed(seed_for(seed, *key))
+    """The micro-batch identified by key (mlm.masked_batch), in the step's shape and token space."""
     shape = state['batch_size'], state['block_size']  # phase operations change them
-    if pack_documents:
-        x, documents = get_document_windows(shards[split], meta['dtype'], *shape, meta['cls_token_id'], gen, device)
-    else:
-        x, documents = get_windows(shards[split], meta['dtype'], *shape, gen, device), None
-    mapping, space = curriculum.space()
-    # windows are drawn on the CPU; on a GPU the masks are drawn there, from the same key extended by 1
-    dgen = gen if device_type == 'cpu' else torch.Generator(device).manual_seed(seed_for(seed, *key, 1))
-    return *mask_tokens(x, space, rate, mask_token_prob, random_token_prob, dgen, mapping), documents
+    return masked_batch(shards[split], meta, shape, *curriculum.space()[::-1], rate,
+                        (mask_token_prob, random_token_prob), seed_for(seed, *key), device, pack_documents)
 
 
 # model ---------------------------------------------------------------------------
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
-
-
-def model_config_from_globals(vocab_size: int) -> EncoderConfig:
-    space = remap if remap is not None else meta
-    dropouts = {f'{part}_dropout': dropout for part in ('embedding', 'attention', 'mlp')}
-    fields = {f.name: config[f.name] for f in dataclasses.fields(EncoderConfig) if f.name in config} | dropouts
-    fields = {k: v for k, v in (fields | {k: space[k] for k in SPECIAL_IDS} | model_overrides).items() if v is not None}
-    try:
-        return EncoderConfig(vocab_size=vocab_size, **fields)
-    except (TypeError, ValueError) as e:
-        fail(f"invalid model config: {e}")
 
 
 checkpoint = None
@@ -262,7 +210,7 @@ if init_from != 'resume' and not overwrite and not eval_only and not auto_resume
                  f"--out_dir, or --overwrite=True to start over")
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
-    model = Encoder(model_config_from_globals(curriculum.space()[1].size))
+    model = Encoder(scratch_config(config, remap if remap is not None else meta, curriculum.space()[1].size))
 elif init_from.startswith('hf:'):
     _folder = hf_folder(init_from[3:])
     require_same_tokenizer(folder_tokenizer(_folder), data_tokenizer(meta), f"the model {init_from[3:]}",
@@ -276,8 +224,7 @@ else:
         state.update(checkpoint['state'])
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
         wandb_run_id, keep_metrics_bytes = checkpoint.get('wandb_run_id'), checkpoint.get('metrics_bytes')
-        if master:
-            print(f"resuming {path} at iter {iter_num}")
+        log(line=f"resuming {path} at iter {iter_num}")
 if state['remapping'] and remap is None:
     fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
 fit_model_to_data(model, remap if state['remapping'] else meta, curriculum.space()[1].size, longest_block,
@@ -300,8 +247,7 @@ def make_optimizer() -> torch.optim.Optimizer:
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
     """torch.compile, then DDP; redone when an operation changes the parameters."""
     if compile:
-        if master:
-            print("compiling the model: the first steps take longer")
+        log(line="compiling the model: the first steps take longer")
         # forget the graphs of the model as it was: each rebuild would otherwise count towards dynamo's
         # recompile limit, past which it silently falls back to eager
         torch._dynamo.reset()
@@ -348,76 +294,62 @@ def evaluate() -> dict:
     return out
 
 
-# checkpoints, metrics, wandb (rank 0) -------------------------------------------------------
-metrics_path = os.path.join(out_dir, 'metrics.jsonl')
-
-
-def metrics_size() -> int:
-    return os.path.getsize(metrics_path) if os.path.exists(metrics_path) else 0
-
-
+# checkpoints (rank 0), and stopping cleanly on SIGTERM / SIGINT: finish the step, save, exit -------------
 def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config),
                 optimizer=optimizer.state_dict(), parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(),
                 iter_num=it, best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
-                tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=metrics_size())
+                tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=log.size())
 
 
 def save(it: int) -> None:
     if master:
         save_checkpoint(checkpoint_state(it), ckpt_path)
-        print(f"iter {it}: saved {ckpt_path}")
+        log(line=f"iter {it}: saved {ckpt_path}")
         if keep_last_checkpoints > 0:
             keep_last(ckpt_path, it, keep_last_checkpoints)
     if ddp:
         dist.barrier()
 
 
-def log_metrics(record: dict) -> None:
-    if not master:
-        return
-    with open(metrics_path, 'a') as f:
-        f.write(json.dumps(record) + '\n')
-    if wandb_log:
-        wandb.log({k: v for k, v in record.items() if k != 'iter'}, step=record['iter'])
-
-
-if master:
-    os.makedirs(out_dir, exist_ok=True)
-    # a fresh run starts a fresh log; a resumed one drops the records of the steps after its checkpoint (an attempt
-    # that was killed), which it logs again, so that the log holds each iteration once
-    if not eval_only and keep_metrics_bytes is not None and metrics_size() > keep_metrics_bytes:
-        os.truncate(metrics_path, keep_metrics_bytes)
-    if wandb_log:
-        import wandb
-        wandb_run_id = wandb.init(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode,
-                                  id=wandb_run_id, resume='allow').id
-
-
-# stop cleanly on SIGTERM / SIGINT: finish the step, save, exit ---------------------------------
 stop_requested = threading.Event()
 signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.set())
 signal.signal(signal.SIGINT, lambda signum, frame: stop_requested.set())
 
+
+# the micro-batches of a training step ---------------------------------------------------------
+def step_key(it: int) -> tuple:
+    """What the micro-batches of iteration it depend on: it, and the step's shape and token space (operations
+    change them)."""
+    return it, state['batch_size'], state['block_size'], state['mask_rate'], state['gradient_accumulation_steps'], \
+        state['remapping']
+
+
+def step_batches(it: int) -> list:
+    """This rank's micro-batches of iteration it; global micro-batch g is the same whatever the number of ranks."""
+    micro_steps = state['gradient_accumulation_steps'] // world_size
+    return [make_batch('train', state['mask_rate'], TRAIN_BATCHES, it, rank * micro_steps + m)
+            for m in range(micro_steps)]
+
+
 # training loop -------------------------------------------------------------------------------
-if master:
-    print(f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
-          f"{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} process(es), "
-          f"device {device}, {dtype}")
-    print(f"attention: {raw_model.attention_summary(torch.device(device))}")
+wandb_settings = (dict(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode, id=wandb_run_id)
+                  if wandb_log else None)
+wandb_run_id = log.open(None if eval_only else keep_metrics_bytes, wandb_settings) or wandb_run_id
+log(line=f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
+    f"{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} process(es), "
+    f"device {device}, {dtype}")
+log(line=f"attention: {raw_model.attention_summary(torch.device(device))}")
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
-WARMUP_ITERS = 5  # iterations MFU and the ETA leave out: compilation, allocator and cache warm-up
-consecutive_skips, t_last, t_warm, running_mfu, local_iter = 0, time.time(), time.time(), -1.0, 0
+consecutive_skips, local_iter, clock, ahead = 0, 0, StepClock(), {}
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
 while True:
     save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
         metrics = evaluate()
         state['last_eval_iter'], state['last_val_loss'] = iter_num, metrics['val_loss']
-        log_metrics(dict(iter=iter_num, **metrics))
-        if master:
-            print(f"iter {iter_num}: train loss {metrics['train_loss']:.4f}, val loss {metrics['val_loss']:.4f}, "
-                  f"val acc {metrics['val_acc']:.4f}")
+        log(dict(iter=iter_num, **metrics), f"iter {iter_num}: train loss {metrics['train_loss']:.4f}, "
+            f"val loss {metrics['val_loss']:.4f}, val acc {metrics['val_acc']:.4f}")
         save_now |= metrics['val_loss'] < best_val_loss or always_save_checkpoint
         best_val_loss = min(best_val_loss, metrics['val_loss'])
     if save_now and local_iter > 0 and not eval_only:  # at local_iter 0 the checkpoint is where this process began
@@ -431,9 +363,7 @@ while True:
         fail(f"{e}; {ckpt_path} holds the state from before it")
     if fired:
         for record in fired.records:
-            log_metrics(record)
-            if master:
-                print(f"iter {iter_num}: operation {record['op']}({record['value']!r}) fired by {record['trigger']}")
+            log(record, f"iter {iter_num}: operation {record['op']}({record['value']!r}) fired by {record['trigger']}")
         if fired.optimizer is not None:  # the trainable parameters changed: a new optimizer and a new graph
             optimizer, model = fired.optimizer, wrap(raw_model)
             trainable = [p for p in raw_model.parameters() if p.requires_grad]
@@ -445,10 +375,9 @@ while True:
             # evaluate in the new token space at once, so the curve shows the jump the resize causes; losses of
             # another token space do not compare (a shrunken one's are lower by construction)
             metrics = evaluate()
-            log_metrics(dict(iter=iter_num, after_op=True, **metrics))
+            log(dict(iter=iter_num, after_op=True, **metrics),
+                f"iter {iter_num}: after the operations, val loss {metrics['val_loss']:.4f}")
             best_val_loss = metrics['val_loss']
-            if master:
-                print(f"iter {iter_num}: after the operations, val loss {metrics['val_loss']:.4f}")
         if not eval_only:
             save(iter_num)
     # dropout is seeded from (seed, iteration, rank), after the operations: a resumed run draws the same numbers
@@ -456,13 +385,10 @@ while True:
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
         group['lr'] = lr
-    # the step's shape, which phase operations change
-    micro_steps = state['gradient_accumulation_steps'] // world_size
     window_tokens = state['batch_size'] * state['block_size']
     tokens_per_iter = state['gradient_accumulation_steps'] * window_tokens
-    # this rank's micro-batches; global micro-batch g is the same whatever the number of ranks
-    batches = [make_batch('train', state['mask_rate'], TRAIN_BATCHES, iter_num, rank * micro_steps + m)
-               for m in range(micro_steps)]
+    # made during the last step, unless an operation has changed what they depend on since
+    batches = ahead.pop(step_key(iter_num), None) or step_batches(iter_num)
     counts = torch.stack([(y != IGNORE_INDEX).sum() for _, y, _ in batches])
     n_pred = all_reduce(counts.sum().float())
     # compiled, the head takes a fixed number of rows so the graph has static shapes (mlm.prediction_capacity)
@@ -473,7 +399,7 @@ while True:
     loss_sum = torch.zeros((), device=device)
     for m, ((x, y, documents), n) in enumerate(zip(batches, counts)):
         if ddp:  # all-reduce the gradients once, after the last micro-batch, not after each
-            model.require_backward_grad_sync = m == micro_steps - 1
+            model.require_backward_grad_sync = m == len(batches) - 1
         with autocast:
             _, loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
         contribution = micro_batch_loss(loss, n, n_pred)
@@ -487,16 +413,17 @@ while True:
     step_loss = all_reduce(loss_sum)  # the mean over every predicted token of the step, on all ranks
     if iter_num in inject_nonfinite_at:  # the guard's test: a step whose loss is inf, as if it had overflowed
         step_loss = step_loss * float('inf')
+    # the guard below waits for the GPU to finish the step: make the next step's batches while it works
+    if iter_num + 1 < max_iters:
+        ahead = {step_key(iter_num + 1): step_batches(iter_num + 1)}
     if torch.isfinite(step_loss) and torch.isfinite(grad_norm):  # both identical on every rank
         scaler.step(optimizer)
         consecutive_skips = 0
     else:
         consecutive_skips += 1
         state['skipped_steps'] += 1
-        log_metrics(dict(iter=iter_num, skipped_nonfinite=True, loss=step_loss.item(),
-                         skipped_steps=state['skipped_steps']))
-        if master:
-            print(f"iter {iter_num}: non-finite loss or gradient, step skipped ({consecutive_skips} in a row)")
+        log(dict(iter=iter_num, skipped_nonfinite=True, loss=step_loss.item(), skipped_steps=state['skipped_steps']),
+            f"iter {iter_num}: non-finite loss or gradient, step skipped ({consecutive_skips} in a row)")
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
     state['tokens'] += tokens_per_iter
@@ -504,28 +431,20 @@ while True:
         fail(f"{consecutive_skips} consecutive non-finite steps at iter {iter_num}; lower learning_rate or use bf16; "
              f"the last good checkpoint is {ckpt_path}")
 
-    t_now = time.time()
-    dt, t_last = t_now - t_last, t_now
-    if local_iter == WARMUP_ITERS - 1:
-        t_warm = t_now
+    dt = clock.tick()
     # read at log points only (reading it waits for the GPU), and agreed by every rank so that all of them stop
     if iter_num % log_interval == 0 and all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
         fail(f"a micro-batch had more masked tokens than prediction_capacity({window_tokens}, "
              f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
     if iter_num % log_interval == 0 and master:
-        loss_value = step_loss.item()
-        eta = 'after warm-up'
-        if local_iter >= WARMUP_ITERS:  # compilation and warm-up would skew both
-            mfu = raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size, dt, peak_flops,
-                                         seq_len=state['block_size'])
-            running_mfu = mfu if running_mfu < 0 else 0.9 * running_mfu + 0.1 * mfu
-            per_iter = (t_now - t_warm) / (local_iter - WARMUP_ITERS + 1)
-            eta = f"{(max_iters - iter_num - 1) * per_iter / 60:.1f} min"
-        mfu_text = f"{running_mfu:.2%}" if running_mfu >= 0 else "-"  # measured after the warm-up
-        print(f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, "
-              f"mfu {mfu_text}, {100 * (iter_num + 1) / max_iters:.1f}% done, eta {eta}")
-        log_metrics(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=state['tokens'],
-                         tokens_per_s=tokens_per_iter / dt, mfu=running_mfu, grad_norm=grad_norm.item()))
+        loss_value, mfu_text = step_loss.item(), '-'
+        if clock.warm:
+            mfu_text = clock.add_mfu(raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size,
+                                                            dt, peak_flops, seq_len=state['block_size']))
+        log(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=state['tokens'], tokens_per_s=tokens_per_iter / dt,
+                 mfu=clock.mfu, grad_norm=grad_norm.item()),
+            f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, "
+            f"{100 * (iter_num + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - iter_num - 1)}")
     iter_num += 1
     local_iter += 1
     # every rank must stop at the same iteration: under DDP they agree at log points, where the host waits anyway
@@ -535,12 +454,9 @@ while True:
             torch.tensor(float(stop), device=device), dist.ReduceOp.MAX).item() > 0
     if stop:
         save(iter_num)
-        if master:
-            print(f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; "
-                  f"resume with --init_from=resume")
+        log(line=f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume with "
+                 f"--init_from=resume")
         break
 
-if wandb_log and master:
-    wandb.finish()
-if ddp:
-    dist.destroy_process_group()
+log.finish()
+shutdown()

@@ -1,0 +1,49 @@
+"""
+The process group of a train.py run under torchrun (NCCL on CUDA, gloo on the CPU), and the one collective the
+training loop needs. A run without torchrun is a group of one: every helper here then does nothing.
+"""
+import os
+
+import torch
+import torch.distributed as dist
+
+from configurator import fail
+
+
+def init_distributed(backend: str) -> None:
+    """init_process_group, safe under torchrun --max-restarts. torchrun's agent keeps its store across restarts, and
+    a relaunched worker that read the last attempt's addresses there would wait on them forever: each attempt gets
+    keys of its own. The restart count that names them agrees on one node only, hence the refusal on several."""
+    if os.environ.get('TORCHELASTIC_USE_AGENT_STORE') != 'True':
+        dist.init_process_group(backend)
+        return
+    if int(os.environ['GROUP_WORLD_SIZE']) > 1 and int(os.environ['TORCHELASTIC_MAX_RESTARTS']) > 0:
+        fail("torchrun --max-restarts on several nodes needs a new store for each attempt: set "
+             "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in torchrun's environment")
+    store = dist.TCPStore(os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False)
+    store = dist.PrefixStore(f"attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
+    dist.init_process_group(backend, store=store, rank=int(os.environ['RANK']),
+                            world_size=int(os.environ['WORLD_SIZE']))
+
+
+def setup(device: str) -> tuple[bool, int, int, str]:
+    """(ddp, rank, world_size, device): torchrun sets RANK; each process then takes the GPU of its LOCAL_RANK."""
+    if int(os.environ.get('RANK', -1)) == -1:
+        return False, 0, 1, device
+    init_distributed('nccl' if device.startswith('cuda') else 'gloo')
+    if device.startswith('cuda'):
+        device = f'cuda:{int(os.environ["LOCAL_RANK"])}'
+        torch.cuda.set_device(device)
+    return True, dist.get_rank(), dist.get_world_size(), device
+
+
+def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
+    """t reduced over the ranks, in place (t itself in a group of one)."""
+    if dist.is_initialized():
+        dist.all_reduce(t, op=op)
+    return t
+
+
+def shutdown() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()

@@ -1,0 +1,86 @@
+"""
+What a train.py run reports as it goes, from rank 0 only: records appended to out_dir/metrics.jsonl (one JSON
+object per line, what plot.py reads), the same records to wandb when it is on, and the lines printed on stdout.
+"""
+import json
+import os
+import time
+
+
+class RunLog:
+    """metrics.jsonl, wandb and stdout of one run; every call on a rank other than 0 does nothing."""
+
+    def __init__(self, out_dir: str, master: bool):
+        self.path = os.path.join(out_dir, 'metrics.jsonl')
+        self.master = master
+        self.wandb = None
+
+    def size(self) -> int:
+        """Bytes logged so far: a checkpoint keeps it, so that a resumed run knows where its log left off."""
+        return os.path.getsize(self.path) if os.path.exists(self.path) else 0
+
+    def open(self, keep_bytes: int | None, wandb_settings: dict | None = None) -> str | None:
+        """Start logging: keep the first keep_bytes of the log (0 for a fresh run; a resumed one drops the records of
+        the steps after its checkpoint, from an attempt that was killed, and logs them again, so that the log holds
+        each iteration once; None keeps it all); with wandb_settings, wandb.init them. Returns wandb's run id."""
+        if not self.master:
+            return None
+        os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
+        if keep_bytes is not None and self.size() > keep_bytes:
+            os.truncate(self.path, keep_bytes)
+        if wandb_settings is None:
+            return None
+        import wandb
+        self.wandb = wandb
+        return wandb.init(resume='allow', **wandb_settings).id
+
+    def __call__(self, record: dict | None = None, line: str | None = None) -> None:
+        """Append record (which has an 'iter') to the log and to wandb; print line."""
+        if not self.master:
+            return
+        if record is not None:
+            with open(self.path, 'a') as f:
+                f.write(json.dumps(record) + '\n')
+            if self.wandb is not None:
+                self.wandb.log({k: v for k, v in record.items() if k != 'iter'}, step=record['iter'])
+        if line is not None:
+            print(line)
+
+    def finish(self) -> None:
+        if self.wandb is not None:
+            self.wandb.finish()
+
+
+class StepClock:
+    """The iteration times behind the progress line. The first WARMUP iterations of a process (compilation,
+    allocator and cache warm-up) would skew the ETA and MFU: both leave them out."""
+    WARMUP = 5
+
+    def __init__(self):
+        self.t_last = self.t_warm = time.time()
+        self.ticks = 0
+        self.mfu = -1.0  # smoothed; negative until measured
+
+    def tick(self) -> float:
+        """Call once per iteration: the seconds it took."""
+        now = time.time()
+        dt, self.t_last = now - self.t_last, now
+        self.ticks += 1
+        if self.ticks == self.WARMUP:
+            self.t_warm = now
+        return dt
+
+    @property
+    def warm(self) -> bool:
+        return self.ticks > self.WARMUP
+
+    def eta(self, iters_left: int) -> str:
+        if not self.warm:
+            return 'after warm-up'
+        per_iter = (self.t_last - self.t_warm) / (self.ticks - self.WARMUP)
+        return f"{iters_left * per_iter / 60:.1f} min"
+
+    def add_mfu(self, mfu: float) -> str:
+        """Fold one iteration's MFU into the moving average; the average as text."""
+        self.mfu = mfu if self.mfu < 0 else 0.9 * self.mfu + 0.1 * mfu
+        return f"{self.mfu:.2%}"
