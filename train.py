@@ -321,8 +321,8 @@ signal.signal(signal.SIGINT, lambda signum, frame: stop_requested.set())
 def step_key(it: int) -> tuple:
     """What the micro-batches of iteration it depend on: it, and the step's shape and token space (operations
     change them)."""
-    return it, state['batch_size'], state['block_size'], state['mask_rate'], state['gradient_accumulation_steps'], \
-        state['remapping']
+    return (it, state['batch_size'], state['block_size'], state['mask_rate'], state['gradient_accumulation_steps'],
+            state['remapping'])
 
 
 def step_batches(it: int) -> list:
