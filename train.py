@@ -196,8 +196,6 @@ def make_batch(split: str, rate: float, *key: int):
 
 # model ---------------------------------------------------------------------------
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
-
-
 checkpoint = None
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
 if auto_resume:  # out_dir is this run's: its checkpoint, if any, is where a killed attempt left off

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import runlog
 from checkpoint import load_checkpoint
 from conftest import run_script
 from fill_mask import MaskFiller
@@ -122,3 +123,17 @@ def test_trains_on_a_sharded_dataset(tmp_path):
         train(tmp_path / 'data', part, *common, '--max_iters=4', '--init_from=resume')
         a, b = ({m['iter']: m['loss'] for m in read_metrics(d) if 'loss' in m and m['iter'] >= 2} for d in (full, part))
         assert list(a) == [2, 3] and a == b
+
+
+def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
+    """The first iterations compile and warm caches: 10 s each here, then 1 s. The ETA must come from the 1 s ones."""
+    now = [0.0]
+    monkeypatch.setattr(runlog.time, 'time', lambda: now[0])
+    clock = runlog.StepClock()
+    for i, seconds in enumerate([10.0] * runlog.StepClock.WARMUP + [1.0] * 3):
+        now[0] += seconds
+        assert clock.tick() == seconds
+        assert clock.warm == (i >= runlog.StepClock.WARMUP)
+        assert (clock.eta(60) == 'after warm-up') == (not clock.warm)
+    assert clock.eta(60) == '1.0 min'
+    assert clock.add_mfu(0.5) == '50.00%' and clock.add_mfu(0.3) == '48.00%'
