@@ -12,6 +12,7 @@ import tempfile
 
 import torch
 
+from configurator import fail
 from model import SPECIAL_IDS, Encoder, EncoderConfig
 from prepare import data_tokenizer, first_line, require_same_tokenizer
 
@@ -62,11 +63,11 @@ def load_checkpoint(path: str) -> dict:
     try:
         ckpt = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... depending on the damage
-        raise SystemExit(f"cannot read {path} ({first_line(e)}): it is not a complete checkpoint (half-written, "
-                         f"truncated or another kind of file); use a ckpt.pt written by train.py or init_guide.py")
+        fail(f"cannot read {path} ({first_line(e)}): it is not a complete checkpoint (half-written, "
+             f"truncated or another kind of file); use a ckpt.pt written by train.py or init_guide.py")
     if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_args' not in ckpt:
-        raise SystemExit(f"{path} is a torch file but not a nanoBERT checkpoint (no 'model' and 'model_args'); use a "
-                         f"ckpt.pt written by train.py or init_guide.py")
+        fail(f"{path} is a torch file but not a nanoBERT checkpoint (no 'model' and 'model_args'); use a "
+             f"ckpt.pt written by train.py or init_guide.py")
     return ckpt
 
 
@@ -76,8 +77,8 @@ def checkpoint_encoder(ckpt: dict) -> Encoder:
         model = Encoder(EncoderConfig(**ckpt['model_args']))
         model.load_state_dict(ckpt['model'])
     except (TypeError, ValueError, RuntimeError) as e:  # unknown config keys, bad values, weights of another shape
-        raise SystemExit(f"the checkpoint's model_args and weights do not make a model ({first_line(e)}); it was "
-                         f"written by another version of nanoBERT or edited")
+        fail(f"the checkpoint's model_args and weights do not make a model ({first_line(e)}); it was "
+             f"written by another version of nanoBERT or edited")
     return model
 
 
@@ -100,24 +101,24 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_r
     preparation they were remapped from), the same preparation of the data; and with same_run (a run's config), that
     it is that run's checkpoint (init_from='auto'). SystemExit with one line otherwise."""
     if not os.path.isfile(path):
-        raise SystemExit(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if resume else ""))
+        fail(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if resume else ""))
     ckpt = load_checkpoint(path)
     if resume and 'state' not in ckpt:
-        raise SystemExit(f"{path} is not a train.py checkpoint (a GUIDE student?); start from it with "
-                         f"--init_from={path} and another out_dir")
+        fail(f"{path} is not a train.py checkpoint (a GUIDE student?); start from it with "
+             f"--init_from={path} and another out_dir")
     require_same_tokenizer(ckpt.get('tokenizer'), data_tokenizer(meta), path, f"the data ({meta['dataset']})")
     if ckpt['model_args']['arch'] != arch:
-        raise SystemExit(f"{path} holds a {ckpt['model_args']['arch']} model but arch='{arch}'; pass --arch="
-                         f"{ckpt['model_args']['arch']}")
+        fail(f"{path} holds a {ckpt['model_args']['arch']} model but arch='{arch}'; pass --arch="
+             f"{ckpt['model_args']['arch']}")
     same_data = ckpt.get('dataset_meta', {}).get('fingerprint') == meta['fingerprint']
     if (resume or ckpt.get('state', {}).get('remapping')) and not same_data:
-        raise SystemExit(f"{path} was trained on a different preparation of {meta['dataset']}; use the same data "
-                         f"or a new out_dir")
+        fail(f"{path} was trained on a different preparation of {meta['dataset']}; use the same data "
+             f"or a new out_dir")
     changed = other_run_settings(ckpt.get('config', {}), same_run or {})
     if changed:
         settings = ', '.join(f"{k}={ckpt['config'][k]!r} (not {same_run[k]!r})" for k in changed)
-        raise SystemExit(f"{path} is another run's: it has {settings}; use another out_dir, or --init_from=resume to "
-                         f"continue it with this run's settings")
+        fail(f"{path} is another run's: it has {settings}; use another out_dir, or --init_from=resume to "
+             f"continue it with this run's settings")
     return ckpt
 
 
@@ -131,25 +132,25 @@ def scratch_config(config: dict, space: dict, vocab_size: int) -> EncoderConfig:
     try:
         return EncoderConfig(vocab_size=vocab_size, **{k: v for k, v in fields.items() if v is not None})
     except (TypeError, ValueError) as e:
-        raise SystemExit(f"invalid model config: {e}")
+        fail(f"invalid model config: {e}")
 
 
 def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: int, attn_implementation: str) -> None:
     """Check that a run's start model reads the data (its vocabulary, special ids and length) and set it to attend
     the way the run asks; special ids the model left unset take the data's. SystemExit with one line otherwise."""
     if model.config.vocab_size != vocab_size:
-        raise SystemExit(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's "
-                         f"({vocab_size}); prepare the data with the model's tokenizer")
+        fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's "
+             f"({vocab_size}); prepare the data with the model's tokenizer")
     for name in SPECIAL_IDS:
         if getattr(model.config, name) not in (None, space[name]):
-            raise SystemExit(f"the model's {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
-                             f"its config.json disagrees with its tokenizer: fix {name} in the model's config")
+            fail(f"the model's {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
+                 f"its config.json disagrees with its tokenizer: fix {name} in the model's config")
         setattr(model.config, name, space[name])
     if block_size > model.config.max_position_embeddings:
-        raise SystemExit(f"block_size={block_size} exceeds max_position_embeddings="
-                         f"{model.config.max_position_embeddings}; lower block_size or raise max_position_embeddings")
+        fail(f"block_size={block_size} exceeds max_position_embeddings="
+             f"{model.config.max_position_embeddings}; lower block_size or raise max_position_embeddings")
     try:  # a checkpoint or a Hugging Face folder attends the way this run asks
         model.config.attn_implementation = attn_implementation
         model.config._validate()
     except ValueError as e:
-        raise SystemExit(f"invalid model config: {e}")
+        fail(f"invalid model config: {e}")

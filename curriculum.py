@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from configurator import fail
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
 from prepare import load_remap
@@ -25,17 +26,17 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_
     """The vocab_K.pt a run trains in, checked against its data and its settings; SystemExit with one line."""
     dataset = meta['dataset']
     if not os.path.isfile(path):
-        raise SystemExit(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
-                         f"--shrink_vocab=K")
+        fail(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
+             f"--shrink_vocab=K")
     remap = load_remap(path, f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force")
     size = remap['shrunk_vocab_size']
     if remap['fingerprint'] != meta['fingerprint']:
-        raise SystemExit(f"{path} was made from another preparation than the data; rebuild it: python prepare.py "
-                         f"--dataset={dataset} --shrink_vocab={size}")
+        fail(f"{path} was made from another preparation than the data; rebuild it: python prepare.py "
+             f"--dataset={dataset} --shrink_vocab={size}")
     if shrunken_vocab_size not in (None, size):
-        raise SystemExit(f"shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree")
+        fail(f"shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree")
     if rare_token_id not in (None, remap['rare_id']):
-        raise SystemExit(f"RARE_TOKEN_ID={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
+        fail(f"RARE_TOKEN_ID={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
     return remap
 
 

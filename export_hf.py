@@ -22,7 +22,7 @@ import shutil
 import sys
 
 from checkpoint import checkpoint_encoder, load_checkpoint
-from configurator import configure
+from configurator import configure, fail
 from model import Encoder
 from prepare import Tokenizer, folder_tokenizer, load_remap, load_tokenizer, recorded_hf_tokenizer
 
@@ -44,12 +44,12 @@ def checkpoint_model(ckpt: dict) -> tuple[Encoder, dict | None]:
     path = ckpt['config']['vocab_remapping_file']
     hint = "run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab"
     if not os.path.isfile(path):
-        raise SystemExit(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}")
+        fail(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}")
     remap = load_remap(path, hint)
     same_data = remap['fingerprint'] == ckpt['dataset_meta']['fingerprint']
     if not same_data or remap['shrunk_vocab_size'] != model.config.vocab_size:
-        raise SystemExit(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
-                         f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
+        fail(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
+             f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
     return model, remap
 
 
@@ -57,11 +57,11 @@ def exported_model(folder: str) -> tuple[Encoder, Tokenizer]:
     """The model and tokenizer of a folder written by export_hf.py (or a Hugging Face ModernBERT/NeoBERT folder with
     tokenizer files); SystemExit with one line when it is not one."""
     if folder_tokenizer(folder) is None:  # checks the files against the fingerprint an export records
-        raise SystemExit(f"{folder} has no tokenizer files; export the model with export_hf.py")
+        fail(f"{folder} has no tokenizer files; export the model with export_hf.py")
     try:
         return Encoder.from_pretrained(folder), load_tokenizer(folder)
     except (OSError, ValueError) as e:  # no config.json, another model type, missing weights
-        raise SystemExit(f"cannot load the model in {folder} ({e})")
+        fail(f"cannot load the model in {folder} ({e})")
 
 
 def full_vocabulary_model(ckpt: dict) -> Encoder:
@@ -72,8 +72,8 @@ def full_vocabulary_model(ckpt: dict) -> Encoder:
                                 full_to_shrunk=remap['full_to_shrunk'])
     meta = ckpt.get('dataset_meta')  # a GUIDE student made without --dataset has none
     if meta is not None and model.config.vocab_size != meta['vocab_size']:
-        raise SystemExit(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
-                         f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
+        fail(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
+             f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
     return model
 
 
@@ -85,11 +85,11 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
     """Write the Hugging Face folder of a train.py checkpoint; an existing non-empty folder needs overwrite=True.
     Everything goes to <folder>.tmp first and is renamed at the end, so a failure leaves the old folder as it was."""
     if not os.path.isfile(ckpt_path):
-        raise SystemExit(f"no checkpoint at {ckpt_path}; train one first (python train.py config/demo_cpu.py)")
+        fail(f"no checkpoint at {ckpt_path}; train one first (python train.py config/demo_cpu.py)")
     if os.path.isdir(folder) and os.listdir(folder) and not overwrite:
-        raise SystemExit(f"{folder} exists and is not empty; choose another --out or pass --overwrite=True")
+        fail(f"{folder} exists and is not empty; choose another --out or pass --overwrite=True")
     if os.path.exists(folder) and not os.path.isdir(folder):
-        raise SystemExit(f"{folder} is a file; --out must name a folder")
+        fail(f"{folder} is a file; --out must name a folder")
     ckpt = load_checkpoint(ckpt_path)
     model = full_vocabulary_model(ckpt)
     # the tokenizer the checkpoint records, checked by its fingerprint to be the one the model was trained with

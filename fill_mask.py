@@ -11,7 +11,7 @@ import sys
 import torch
 
 from checkpoint import load_checkpoint
-from configurator import configure
+from configurator import configure, fail
 from export_hf import checkpoint_model, exported_model
 from prepare import load_recorded_tokenizer
 
@@ -42,8 +42,8 @@ class MaskFiller:
             self.model, self.remap = checkpoint_model(ckpt)
             self.tokenizer = load_recorded_tokenizer(ckpt.get('tokenizer'), path)
         else:
-            raise SystemExit(f"fill_mask.py: no checkpoint or exported folder at {path}; train one first "
-                             f"(python train.py config/demo_cpu.py)")
+            fail(f"no checkpoint or exported folder at {path}; train one first "
+                 f"(python train.py config/demo_cpu.py)")
         self.model.to(device).eval()
         self.device = device
 
@@ -57,7 +57,7 @@ class MaskFiller:
         mask_id = tok.mask_token_id if self.remap is None else self.remap['mask_token_id']
         positions = (ids[0] == mask_id).nonzero().squeeze(1)
         if len(positions) == 0:
-            raise SystemExit(f"fill_mask.py: no [MASK] in {text!r}; write [MASK] where a token should be predicted")
+            fail(f"no [MASK] in {text!r}; write [MASK] where a token should be predicted")
         logits, _ = self.model(ids.to(self.device))
         probs = logits[0, positions].float().softmax(-1)
         top = probs.topk(top_k, dim=-1)

@@ -10,6 +10,7 @@ import shutil
 
 import torch
 
+from configurator import fail
 from model import SPECIAL_IDS, Encoder, EncoderConfig
 
 # a Hugging Face folder has a tokenizer when it holds one of these
@@ -90,8 +91,8 @@ NEOBERT_SHARED = ('vocab_size', 'hidden_size', 'num_hidden_layers', 'num_attenti
 def neobert_config_to_hf(config: EncoderConfig) -> dict:
     """config.json of a NeoBERT export: the official NeoBERTConfig keys plus what our NeoBERT can vary."""
     if config.global_attn_every_n_layers != 1:
-        raise SystemExit(f"global_attn_every_n_layers={config.global_attn_every_n_layers}: the NeoBERT export "
-                         f"supports global attention in every layer (NeoBERT's) only")
+        fail(f"global_attn_every_n_layers={config.global_attn_every_n_layers}: the NeoBERT export "
+             f"supports global attention in every layer (NeoBERT's) only")
     return {
         "architectures": [NEOBERT_CLASSES['AutoModelForMaskedLM']], "model_type": "neobert",
         "auto_map": {auto: f"modeling_neobert.{cls}" for auto, cls in NEOBERT_CLASSES.items()},
@@ -199,5 +200,3 @@ def load_safetensors_folder(folder: str) -> dict:
             raise FileNotFoundError(f"{path} is missing: from_pretrained needs config.json and safetensors weights")
         state.update(load_file(path))
     return state
-
-

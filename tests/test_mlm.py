@@ -40,7 +40,7 @@ def test_neobert_recipe_masks_everything_selected():
 
 def test_micro_batch_loss_weights_by_predicted_tokens():
     losses = torch.tensor([2.0, 4.0]), torch.tensor([10, 30])
-    total = sum(micro_batch_loss(l, n, losses[1].sum()) for l, n in zip(*losses))
+    total = sum(micro_batch_loss(loss, n, losses[1].sum()) for loss, n in zip(*losses))
     assert torch.allclose(total, torch.tensor((2.0 * 10 + 4.0 * 30) / 40))
     empty = micro_batch_loss(torch.tensor(float('nan')), torch.tensor(0), torch.tensor(40))
     assert empty.item() == 0.0
