@@ -148,17 +148,18 @@ def timed(fn, device: str) -> tuple[float, object]:
 
 
 def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int) -> tuple[dict, dict]:
-    """One round's batch in each token space, {"full": (x, y), "shrunk": ...}, and the seconds each took:
-    windows, host-to-device copy, masking and (shrunk) remapping, as train.py makes them (mlm.masked_batch)."""
+    """One round's batch of each kind, {"full": (x, y, None), "documents": (x, y, document ids), "shrunk": ...}, and
+    the seconds each took: windows (whole documents, packed), host-to-device copy, masking and (shrunk) remapping,
+    as train.py makes them (mlm.masked_batch)."""
     batches, seconds = {}, {}
-    spaces = [("full", corpus.full, None)]
+    kinds = [("full", corpus.full, None, False), ("documents", corpus.full, None, True)]
     if corpus.shrunk is not None:
-        spaces.append(("shrunk", corpus.shrunk, corpus.full_to_shrunk))
+        kinds.append(("shrunk", corpus.shrunk, corpus.full_to_shrunk, False))
     paths = shard_paths(corpus.data_dir, "train", corpus.meta)
-    for name, space, mapping in spaces:
+    for name, space, mapping, packed in kinds:
         seconds[name], batches[name] = timed(
             lambda: masked_batch(paths, corpus.meta, (args.batch_size, block_size), space, mapping, MASK_RATE,
-                                 (MASK_TOKEN_PROB, RANDOM_TOKEN_PROB), seed, args.device)[:2], args.device)
+                                 (MASK_TOKEN_PROB, RANDOM_TOKEN_PROB), seed, args.device, packed), args.device)
     return batches, seconds
 
 
@@ -171,7 +172,7 @@ class Variant:
     name: str
     sparse: bool
     compiled: bool
-    space: str  # "full" | "shrunk": the token space of its batches
+    space: str  # its batches: "full", "documents" (the full token space, documents packed) or "shrunk"
     raw: torch.nn.Module  # the module (its parameters and config)
     net: torch.nn.Module  # what runs the step: raw, or torch.compile(raw)
     optimizer: torch.optim.Optimizer
@@ -187,9 +188,9 @@ class Variant:
     top_other: list = field(default_factory=list)  # its largest other ops
     error: str = ""  # why it stopped taking steps (out of memory), if it did
 
-    def loss(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def loss(self, x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None) -> torch.Tensor:
         if self.impl == "ours":
-            return self.net(x, labels=y, max_predictions=self.max_predictions)[1]
+            return self.net(x, labels=y, document_ids=documents, max_predictions=self.max_predictions)[1]
         return self.net(input_ids=x, labels=y).loss
 
 
@@ -236,10 +237,13 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
     lr, betas, eps, decay = 1e-4, (0.9, 0.98), 1e-6, 1e-5
     variants = hf_variants(ours["full"], args, lambda params: torch.optim.AdamW(params, lr, betas, eps, decay,
                                                                                 fused=True))
-    # ours: SDPA (the Band) on any device, FlexAttention on CUDA; the shrunken vocabulary with the fastest
+    # ours: SDPA (the Band) on any device, FlexAttention on CUDA; documents packed (attention within each, as
+    # train.py's pack_documents) and the shrunken vocabulary with the fastest
     attns = ("sdpa", "flex") if args.device == "cuda" else ("sdpa",)
     compiles = (False, True) if args.compile else (False,)
     options = [(attn, compiled, "full") for attn in attns for compiled in compiles]
+    ours["documents"] = ours["full"]
+    options += [(attns[-1], args.compile, "documents")]
     if "shrunk" in ours:
         options += [(attns[-1], args.compile, "shrunk")]
     capacity = prediction_capacity(args.batch_size * block_size, MASK_RATE)
@@ -247,7 +251,7 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
         raw = copy.deepcopy(ours[space])
         raw.config.attn_implementation = attn
         name = attn + (", compile" if compiled else "")
-        name += f", vocab {raw.config.vocab_size}" if space == "shrunk" else ""
+        name += {"full": "", "documents": ", documents packed", "shrunk": f", vocab {raw.config.vocab_size}"}[space]
         optimizer = raw.configure_optimizers(decay, lr, betas, args.device, eps=eps)
         variants.append(Variant("ours", name, True, compiled, space, raw, torch.compile(raw) if compiled else raw,
                                 optimizer, attn=attn, max_predictions=capacity if compiled else None))
@@ -257,9 +261,9 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
 # ---------------------------------------------------------------------------------------------------------------
 # one training step, its time and its memory
 
-def train_step(v: Variant, x: torch.Tensor, y: torch.Tensor, autocast) -> None:
+def train_step(v: Variant, batch: tuple, autocast) -> None:
     with autocast:
-        loss = v.loss(x, y)
+        loss = v.loss(*batch)
     loss.backward()
     v.optimizer.step()
     v.optimizer.zero_grad(set_to_none=True)
@@ -322,8 +326,7 @@ def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
 def take_step(v: Variant, batch: tuple, r: int, args: SimpleNamespace, autocast) -> None:
     """Variant v's step of round r: untimed while warming up (the first compiles; the last is profiled and measures
     memory), timed after."""
-    x, y = batch
-    step = lambda: train_step(v, x, y, autocast)  # noqa: E731
+    step = lambda: train_step(v, batch, autocast)  # noqa: E731
     if r == args.warmup - 1:
         held = held_bytes(v)
         peak, prof = profiled_step(step, args.device)
@@ -331,7 +334,7 @@ def take_step(v: Variant, batch: tuple, r: int, args: SimpleNamespace, autocast)
         v.op_seconds, v.top_other = op_seconds(prof, args.device)
     elif r >= args.warmup:
         v.seconds.append(timed(step, args.device)[0])
-        v.predicted.append(int((y != IGNORE_INDEX).sum()))
+        v.predicted.append(int((batch[1] != IGNORE_INDEX).sum()))
     else:
         before = graph_counts()
         dt = timed(step, args.device)[0]

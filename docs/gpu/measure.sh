@@ -61,4 +61,8 @@ done
 kill -TERM $pid 2>/dev/null
 wait $pid
 step curriculum_2 300 $PY train.py "${CURRICULUM[@]}"
+# 6. if time is left: the small step again, now with ours on packed documents beside the rest (document packing's
+# cost in the bench, side by side with HF best)
+step bench_small_packed 480 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
+    --out="$R/bench_small_packed.json"
 touch "$R/DONE"
