@@ -190,8 +190,9 @@ eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 def make_batch(split: str, rate: float, *key: int):
     """The micro-batch identified by key (mlm.masked_batch), in the step's shape and token space."""
     shape = state['batch_size'], state['block_size']  # phase operations change them
-    return masked_batch(shards[split], meta, shape, *curriculum.space()[::-1], rate,
-                        (mask_token_prob, random_token_prob), seed_for(seed, *key), device, pack_documents)
+    mapping, space = curriculum.space()
+    return masked_batch(shards[split], meta, shape, space, mapping, rate, (mask_token_prob, random_token_prob),
+                        seed_for(seed, *key), device, pack_documents)
 
 
 # model ---------------------------------------------------------------------------
