@@ -36,6 +36,7 @@ from configurator import configure, fail
 from mlm import TokenSpace, masked_batch, prediction_capacity, seed_for
 from model import (IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule,
                    rope_cos_sin)
+from optim import step_unless
 from prepare import load_dataset, load_remap, shard_paths
 
 SHAPES = {
@@ -421,9 +422,10 @@ def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
     optimizers = {n: raw.configure_optimizers(1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6, optimizer=n)
                   for n in names}
     seconds = {n: [] for n in names}
+    finite = torch.zeros((), dtype=torch.bool, device=args.device)  # as train.py steps: skip decided on the device
     for r in range(args.warmup + args.reps):
         for n in names:
-            dt = timed(optimizers[n].step, args.device)[0]
+            dt = timed(lambda: step_unless(optimizers[n], finite), args.device)[0]
             if r >= args.warmup:
                 seconds[n].append(dt)
     tensors = sum(1 for _ in raw.parameters())

@@ -241,6 +241,7 @@ class Curriculum:
             last_eval_iter=-1,
             last_val_loss=float('inf'),
             skipped_steps=0,
+            skipped_in_a_row=0,  # non-finite steps skipped since the last good one
             tokens=0,  # trained on so far: the x axis for comparing runs whose steps differ in size
             **(shape or {}),  # batch_size, block_size, gradient_accumulation_steps: the phase operations set them
         )

@@ -48,13 +48,16 @@ class StableAdamW(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        # torch's GradScaler protocol, as fused AdamW reads it: a 0-dim float tensor, 1 to leave everything (weights,
+        # moments, step counts) as it was, decided on the device so the host need not wait for it
+        found_inf = getattr(self, 'found_inf', None)
         for group in self.param_groups:
             params = [p for p in group['params'] if p.grad is not None]
             if params:
-                self._update(params, group)
+                self._update(params, group, found_inf)
         return loss
 
-    def _update(self, params: list, group: dict) -> None:
+    def _update(self, params: list, group: dict, found_inf: torch.Tensor | None) -> None:
         # a handful of multi-tensor (torch._foreach_*) kernels per group instead of ~20 small ones per tensor: on a
         # GPU the per-tensor loop is bound by kernel launches
         beta1, beta2, eps, wd = *group['betas'], group['eps'], group['weight_decay']
@@ -65,20 +68,32 @@ class StableAdamW(torch.optim.Optimizer):
                                      exp_avg_sq=torch.zeros_like(p, memory_format=torch.preserve_format))
         grads = [p.grad for p in params]
         steps, exp_avgs, exp_avg_sqs = ([self.state[p][k] for p in params] for k in ('step', 'exp_avg', 'exp_avg_sq'))
-        torch._foreach_add_(steps, 1)
-        torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)
-        torch._foreach_mul_(exp_avg_sqs, beta2)
+        keep = torch.ones((), device=params[0].device)
+        if found_inf is not None:
+            keep = 1 - found_inf.to(keep)
+            # a skipped step's gradients are NaN or inf, which no multiplication by 0 clears: zero them (they are
+            # thrown away anyway), so that every update below is exactly a no-op
+            skipped = keep == 0
+            for g in grads:
+                g.masked_fill_(skipped, 0.0)
+        torch._foreach_add_(steps, keep)
+        # the moments' decay is scaled by keep too: (1 - (1 - beta) * keep) is beta for a step, 1 for a skip
+        torch._foreach_mul_(exp_avgs, 1 - (1 - beta1) * keep)
+        torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
+        torch._foreach_mul_(exp_avg_sqs, 1 - (1 - beta2) * keep)
         torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
-        # bias corrections per tensor, as 0-dim tensors (no host sync): steps differ after a rebuild carried state
-        bias1, bias2 = (torch._foreach_add(torch._foreach_neg(torch._foreach_pow(b, steps)), 1) for b in (beta1, beta2))
+        # bias corrections per tensor, as 0-dim tensors (no host sync): steps differ after a rebuild carried state;
+        # at least one step, so that a first step skipped divides nothing by zero
+        ages = torch._foreach_clamp_min(steps, 1)
+        bias1, bias2 = (torch._foreach_add(torch._foreach_neg(torch._foreach_pow(b, ages)), 1) for b in (beta1, beta2))
         v_hat = torch._foreach_div(exp_avg_sqs, bias2)
-        # each tensor's learning rate: lr / max(1, RMS(g^2 / v_hat))
+        # each tensor's learning rate: lr / max(1, RMS(g^2 / v_hat)), 0 for a skipped step
         ratio = torch._foreach_mul(grads, grads)
         torch._foreach_div_(ratio, torch._foreach_clamp_min(v_hat, eps ** 2))
         rms = torch._foreach_div(torch._foreach_norm(ratio, 1), [float(p.numel()) for p in params])
         del ratio
         lrs = torch._foreach_reciprocal(torch._foreach_clamp_min(torch._foreach_sqrt(rms), 1.0))
-        torch._foreach_mul_(lrs, group['lr'])
+        torch._foreach_mul_(lrs, group['lr'] * keep)
         if wd:
             torch._foreach_mul_(params, torch._foreach_add(torch._foreach_mul(lrs, -wd), 1))
         denom = v_hat  # in place from here: v_hat is no longer needed
@@ -88,3 +103,18 @@ class StableAdamW(torch.optim.Optimizer):
         torch._foreach_div_(updates, denom)
         torch._foreach_mul_(updates, lrs)
         torch._foreach_sub_(params, updates)
+
+
+def step_unless(optimizer: torch.optim.Optimizer, skip: torch.Tensor) -> None:
+    """optimizer.step(), or nothing at all when `skip` (a 0-dim bool tensor) is true. Fused AdamW and StableAdamW
+    decide it on the device, so the host goes on launching the next step's work instead of waiting for the GPU to
+    say whether the gradients were finite; any other optimizer is asked on the host."""
+    if not (isinstance(optimizer, StableAdamW) or optimizer.defaults.get('fused')):
+        if not skip.item():
+            optimizer.step()
+        return
+    optimizer.found_inf = skip.float()
+    try:
+        optimizer.step()
+    finally:
+        del optimizer.found_inf

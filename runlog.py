@@ -52,32 +52,36 @@ class RunLog:
 
 
 class StepClock:
-    """The iteration times behind the progress line. The first WARMUP iterations of a process (compilation,
-    allocator and cache warm-up) would skew the ETA and MFU: both leave them out."""
+    """The iteration times behind the progress line. Between log points nothing waits for the GPU and the host runs
+    ahead of it, so one iteration's time means nothing: times are taken at log points, after the waits there, and
+    averaged over the iterations since the last one. The first WARMUP iterations of a process (compilation, allocator
+    and cache warm-up) would skew the ETA and MFU: both leave them out."""
     WARMUP = 5
 
     def __init__(self):
-        self.t_last = self.t_warm = time.time()
-        self.ticks = 0
+        self.t_lap = self.t_warm = time.time()
+        self.ticks = self.lap_ticks = self.warm_ticks = 0
+        self.warm = False  # the last lap had no warm-up iteration in it
         self.mfu = -1.0  # smoothed; negative until measured
 
-    def tick(self) -> float:
-        """Call once per iteration: the seconds it took."""
-        now = time.time()
-        dt, self.t_last = now - self.t_last, now
+    def tick(self) -> None:
+        """Call once per iteration."""
         self.ticks += 1
-        if self.ticks == self.WARMUP:
-            self.t_warm = now
-        return dt
 
-    @property
-    def warm(self) -> bool:
-        return self.ticks > self.WARMUP
+    def lap(self) -> float:
+        """Call where the host has just waited for the device: seconds per iteration since the last call."""
+        now = time.time()
+        dt = (now - self.t_lap) / max(1, self.ticks - self.lap_ticks)
+        self.warm = self.lap_ticks >= self.WARMUP
+        if not self.warm_ticks and self.ticks >= self.WARMUP:
+            self.t_warm, self.warm_ticks = now, self.ticks
+        self.t_lap, self.lap_ticks = now, self.ticks
+        return dt
 
     def eta(self, iters_left: int) -> str:
         if not self.warm:
             return 'after warm-up'
-        per_iter = (self.t_last - self.t_warm) / (self.ticks - self.WARMUP)
+        per_iter = (self.t_lap - self.t_warm) / (self.lap_ticks - self.warm_ticks)
         return f"{iters_left * per_iter / 60:.1f} min"
 
     def add_mfu(self, mfu: float) -> str:

@@ -27,7 +27,7 @@ from hf import hf_folder
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
-from optim import LR_SCHEDULES, scheduled_lr
+from optim import LR_SCHEDULES, scheduled_lr, step_unless
 from prepare import data_tokenizer, folder_tokenizer, load_dataset, require_same_tokenizer, shard_paths
 from runlog import RunLog, StepClock
 
@@ -293,6 +293,27 @@ def evaluate() -> dict:
     return out
 
 
+# the non-finite guard: a step whose loss or gradient norm is NaN or inf is skipped on the device (step_unless); the
+# host learns of it at the next log point or save, so that it never waits for the GPU within a step
+pending_skips = []  # (iteration, skipped, step loss) of the steps since the flags were last read
+
+
+def read_skips() -> None:
+    """Count and log the steps skipped since the last call; stop after max_skipped_steps in a row."""
+    flags = torch.stack([skipped for _, skipped, _ in pending_skips]).tolist() if pending_skips else []
+    for (it, _, loss), skipped in zip(pending_skips, flags):
+        state['skipped_in_a_row'] = state['skipped_in_a_row'] + 1 if skipped else 0
+        if not skipped:
+            continue
+        state['skipped_steps'] += 1
+        log(dict(iter=it, skipped_nonfinite=True, loss=loss.item(), skipped_steps=state['skipped_steps']),
+            f"iter {it}: non-finite loss or gradient, step skipped ({state['skipped_in_a_row']} in a row)")
+        if state['skipped_in_a_row'] >= max_skipped_steps:
+            fail(f"{state['skipped_in_a_row']} consecutive non-finite steps at iter {it}; lower learning_rate or use "
+                 f"bf16; the last good checkpoint is {ckpt_path}")
+    pending_skips.clear()
+
+
 # checkpoints (rank 0), and stopping cleanly on SIGTERM / SIGINT: finish the step, save, exit -------------
 def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config),
@@ -302,6 +323,7 @@ def checkpoint_state(it: int) -> dict:
 
 
 def save(it: int) -> None:
+    read_skips()  # the checkpoint counts every skipped step, and none is saved past max_skipped_steps of them
     if master:
         save_checkpoint(checkpoint_state(it), ckpt_path)
         log(line=f"iter {it}: saved {ckpt_path}")
@@ -340,7 +362,7 @@ log(line=f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_m
     f"device {device}, {dtype}")
 log(line=f"attention: {raw_model.attention_summary(torch.device(device))}")
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
-consecutive_skips, local_iter, clock, ahead = 0, 0, StepClock(), {}
+local_iter, clock, ahead = 0, StepClock(), {}
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
 while True:
     save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
@@ -412,29 +434,24 @@ while True:
     step_loss = all_reduce(loss_sum)  # the mean over every predicted token of the step, on all ranks
     if iter_num in inject_nonfinite_at:  # the guard's test: a step whose loss is inf, as if it had overflowed
         step_loss = step_loss * float('inf')
-    # the guard below waits for the GPU to finish the step: make the next step's batches while it works
-    if iter_num + 1 < max_iters:
-        ahead = {step_key(iter_num + 1): step_batches(iter_num + 1)}
-    if torch.isfinite(step_loss) and torch.isfinite(grad_norm):  # both identical on every rank
-        scaler.step(optimizer)
-        consecutive_skips = 0
-    else:
-        consecutive_skips += 1
-        state['skipped_steps'] += 1
-        log(dict(iter=iter_num, skipped_nonfinite=True, loss=step_loss.item(), skipped_steps=state['skipped_steps']),
-            f"iter {iter_num}: non-finite loss or gradient, step skipped ({consecutive_skips} in a row)")
+    skip = ~(torch.isfinite(step_loss) & torch.isfinite(grad_norm))  # both identical on every rank
+    step_unless(optimizer, skip)  # scaler.unscale_ has run: what scaler.step would add is this skip, made on the host
+    pending_skips.append((iter_num, skip, step_loss))
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
     state['tokens'] += tokens_per_iter
-    if consecutive_skips >= max_skipped_steps:
-        fail(f"{consecutive_skips} consecutive non-finite steps at iter {iter_num}; lower learning_rate or use bf16; "
-             f"the last good checkpoint is {ckpt_path}")
+    # nothing above waits for the GPU: make the next step's batches while it works through this one
+    if iter_num + 1 < max_iters:
+        ahead = {step_key(iter_num + 1): step_batches(iter_num + 1)}
 
-    dt = clock.tick()
-    # read at log points only (reading it waits for the GPU), and agreed by every rank so that all of them stop
-    if iter_num % log_interval == 0 and all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
-        fail(f"a micro-batch had more masked tokens than prediction_capacity({window_tokens}, "
-             f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
+    clock.tick()
+    # the flags are read at log points only (reading waits for the GPU), agreed by every rank so that all stop
+    if iter_num % log_interval == 0:
+        if all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
+            fail(f"a micro-batch had more masked tokens than prediction_capacity({window_tokens}, "
+                 f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
+        read_skips()
+        dt = clock.lap()  # after the waits above: the time the GPU took, per iteration since the last log point
     if iter_num % log_interval == 0 and master:
         loss_value, mfu_text = step_loss.item(), '-'
         if clock.warm:
@@ -457,5 +474,6 @@ while True:
                  f"--init_from=resume")
         break
 
+read_skips()
 log.finish()
 shutdown()

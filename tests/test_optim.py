@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from model import Encoder, EncoderConfig
-from optim import LR_SCHEDULES, StableAdamW, scheduled_lr
+from optim import LR_SCHEDULES, StableAdamW, scheduled_lr, step_unless
 from test_reliability import assert_same_weights, losses
 from test_train import train
 
@@ -88,6 +88,34 @@ def test_decay_groups_and_the_decoupled_convention(optimizer):
     peak = 8e-4
     model.configure_optimizers(1e-5 / peak, peak, (0.9, 0.98), 'cpu', optimizer=optimizer).step()
     torch.testing.assert_close(w.detach(), before * (1 - 1e-5), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize('optimizer', ['stable_adamw', 'adamw', 'adamw_foreach'])
+def test_a_skipped_step_changes_nothing(optimizer):
+    """step_unless with a non-finite gradient, decided on the device (StableAdamW, fused AdamW) or on the host
+    (AdamW not fused): weights, moments and step counts stay as they were, a first step skipped included, and the
+    steps around the skips are those of a run that never had them."""
+    def run(grads: list) -> tuple[torch.nn.Parameter, torch.optim.Optimizer]:
+        param = torch.nn.Parameter(torch.ones(7, 5))
+        kwargs = dict(lr=1e-2, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.1)
+        opt = (StableAdamW([param], **kwargs) if optimizer == 'stable_adamw'
+               else torch.optim.AdamW([param], **kwargs, fused=optimizer == 'adamw'))
+        for g in grads:
+            param.grad = g.clone()
+            before = [param.detach().clone()] + [t.clone() for t in opt.state[param].values()]
+            step_unless(opt, ~torch.isfinite(g).all())
+            if not torch.isfinite(g).all():
+                after = [param.detach()] + list(opt.state[param].values())
+                assert all(torch.equal(a, b) for a, b in zip(before, after))
+        return param, opt
+
+    torch.manual_seed(0)
+    good = [torch.randn(7, 5) for _ in range(3)]
+    bad = [torch.full((7, 5), float('nan')), torch.full((7, 5), float('inf'))]
+    skipping, opt = run([bad[0], good[0], bad[1], good[1], good[2]])
+    clean, _ = run(good)
+    torch.testing.assert_close(skipping, clean, rtol=0, atol=0)
+    assert opt.state[skipping]['step'] == 3 and not hasattr(opt, 'found_inf')
 
 
 def test_stable_adamw_trains_and_resumes_exactly(data_root, tmp_path):

@@ -132,8 +132,14 @@ def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
     clock = runlog.StepClock()
     for i, seconds in enumerate([10.0] * runlog.StepClock.WARMUP + [1.0] * 3):
         now[0] += seconds
-        assert clock.tick() == seconds
+        clock.tick()
+        assert clock.lap() == seconds
         assert clock.warm == (i >= runlog.StepClock.WARMUP)
         assert (clock.eta(60) == 'after warm-up') == (not clock.warm)
     assert clock.eta(60) == '1.0 min'
+    # between log points the host does not wait for the device: a lap averages the iterations since the last one
+    for seconds in (0.0, 0.0, 6.0):
+        now[0] += seconds
+        clock.tick()
+    assert clock.lap() == 2.0 and clock.eta(60) == '1.5 min'
     assert clock.add_mfu(0.5) == '50.00%' and clock.add_mfu(0.3) == '48.00%'
