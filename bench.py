@@ -418,8 +418,9 @@ def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
     raw = Encoder(EncoderConfig(**SHAPES[shape], vocab_size=50368)).to(args.device)
     for p in raw.parameters():
         p.grad = torch.randn_like(p) * 1e-3
-    names = ("adamw", "stable_adamw")
-    optimizers = {n: raw.configure_optimizers(1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6, optimizer=n)
+    names = ("adamw", "stable_adamw", "stable_adamw, compiled")  # compiled: as train.py builds it with --compile
+    optimizers = {n: raw.configure_optimizers(1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6,
+                                              optimizer=n.split(",")[0], compiled=n.endswith("compiled"))
                   for n in names}
     seconds = {n: [] for n in names}
     finite = torch.zeros((), dtype=torch.bool, device=args.device)  # as train.py steps: skip decided on the device

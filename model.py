@@ -621,15 +621,15 @@ class Encoder(nn.Module):
         return sum(p.numel() for n, p in self.named_parameters() if n not in skip)
 
     def configure_optimizers(self, weight_decay, learning_rate, betas, device_type, eps=1e-8, optimizer="adamw",
-                             decay_1d=False):
+                             decay_1d=False, compiled=False):
         """AdamW (or StableAdamW, optim.py) over the trainable parameters; no decay on 1-D ones (norms, biases)
         unless decay_1d (NeoBERT decays every parameter). Groups hold (name, param) pairs in named_parameters order,
-        so the state dict carries param_names. AdamW is fused on CUDA and the CPU (`bench.py --optimizer` times the
-        two)."""
+        so the state dict carries param_names. AdamW is fused on CUDA and the CPU; StableAdamW's update is compiled
+        when `compiled` (`bench.py --optimizer` times the three)."""
         groups = weight_decay_groups(self, weight_decay, decay_1d)
         if optimizer == "stable_adamw":
             from optim import StableAdamW
-            return StableAdamW(groups, lr=learning_rate, betas=betas, eps=eps)
+            return StableAdamW(groups, lr=learning_rate, betas=betas, eps=eps, compiled=compiled)
         return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps,
                                  fused=device_type in ("cuda", "cpu"))
 

@@ -39,8 +39,12 @@ def scheduled_lr(t: int, total: int, peak: float, floor: float, warmup_iters: in
 class StableAdamW(torch.optim.Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
+                 weight_decay: float = 0.0, compiled: bool = False):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        # eager, the update is ~20 multi-tensor ops, each a pass over the weights or their state; compiled, inductor
+        # fuses them into a few kernels per group: one static graph per group, the learning rate a (CPU scalar)
+        # tensor so that a new value is an input of the graph rather than a reason to compile it again
+        self.update = torch.compile(stable_adamw_update, dynamic=False) if compiled else stable_adamw_update
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -53,56 +57,57 @@ class StableAdamW(torch.optim.Optimizer):
         found_inf = getattr(self, 'found_inf', None)
         for group in self.param_groups:
             params = [p for p in group['params'] if p.grad is not None]
+            for p in params:
+                if not self.state[p]:
+                    self.state[p].update(step=torch.zeros((), dtype=torch.float32, device=p.device),
+                                         exp_avg=torch.zeros_like(p, memory_format=torch.preserve_format),
+                                         exp_avg_sq=torch.zeros_like(p, memory_format=torch.preserve_format))
             if params:
-                self._update(params, group, found_inf)
+                state = ([self.state[p][k] for p in params] for k in ('step', 'exp_avg', 'exp_avg_sq'))
+                self.update(params, [p.grad for p in params], *state, torch.tensor(group['lr']), found_inf,
+                            *group['betas'], group['eps'], group['weight_decay'])
         return loss
 
-    def _update(self, params: list, group: dict, found_inf: torch.Tensor | None) -> None:
-        # a handful of multi-tensor (torch._foreach_*) kernels per group instead of ~20 small ones per tensor: on a
-        # GPU the per-tensor loop is bound by kernel launches
-        beta1, beta2, eps, wd = *group['betas'], group['eps'], group['weight_decay']
-        for p in params:
-            if not self.state[p]:
-                self.state[p].update(step=torch.zeros((), dtype=torch.float32, device=p.device),
-                                     exp_avg=torch.zeros_like(p, memory_format=torch.preserve_format),
-                                     exp_avg_sq=torch.zeros_like(p, memory_format=torch.preserve_format))
-        grads = [p.grad for p in params]
-        steps, exp_avgs, exp_avg_sqs = ([self.state[p][k] for p in params] for k in ('step', 'exp_avg', 'exp_avg_sq'))
-        keep = torch.ones((), device=params[0].device)
-        if found_inf is not None:
-            keep = 1 - found_inf.to(keep)
-            # a skipped step's gradients are NaN or inf, which no multiplication by 0 clears: zero them (they are
-            # thrown away anyway), so that every update below is exactly a no-op
-            skipped = keep == 0
-            for g in grads:
-                g.masked_fill_(skipped, 0.0)
-        torch._foreach_add_(steps, keep)
-        # the moments' decay is scaled by keep too: (1 - (1 - beta) * keep) is beta for a step, 1 for a skip
-        torch._foreach_mul_(exp_avgs, 1 - (1 - beta1) * keep)
-        torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
-        torch._foreach_mul_(exp_avg_sqs, 1 - (1 - beta2) * keep)
-        torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
-        # bias corrections per tensor, as 0-dim tensors (no host sync): steps differ after a rebuild carried state;
-        # at least one step, so that a first step skipped divides nothing by zero
-        ages = torch._foreach_clamp_min(steps, 1)
-        bias1, bias2 = (torch._foreach_add(torch._foreach_neg(torch._foreach_pow(b, ages)), 1) for b in (beta1, beta2))
-        v_hat = torch._foreach_div(exp_avg_sqs, bias2)
-        # each tensor's learning rate: lr / max(1, RMS(g^2 / v_hat)), 0 for a skipped step
-        ratio = torch._foreach_mul(grads, grads)
-        torch._foreach_div_(ratio, torch._foreach_clamp_min(v_hat, eps ** 2))
-        rms = torch._foreach_div(torch._foreach_norm(ratio, 1), [float(p.numel()) for p in params])
-        del ratio
-        lrs = torch._foreach_reciprocal(torch._foreach_clamp_min(torch._foreach_sqrt(rms), 1.0))
-        torch._foreach_mul_(lrs, group['lr'] * keep)
-        if wd:
-            torch._foreach_mul_(params, torch._foreach_add(torch._foreach_mul(lrs, -wd), 1))
-        denom = v_hat  # in place from here: v_hat is no longer needed
-        torch._foreach_sqrt_(denom)
-        torch._foreach_add_(denom, eps)
-        updates = torch._foreach_div(exp_avgs, bias1)
-        torch._foreach_div_(updates, denom)
-        torch._foreach_mul_(updates, lrs)
-        torch._foreach_sub_(params, updates)
+
+def stable_adamw_update(params: list, grads: list, steps: list, exp_avgs: list, exp_avg_sqs: list, lr: torch.Tensor,
+                        found_inf: torch.Tensor | None, beta1: float, beta2: float, eps: float, wd: float) -> None:
+    """One StableAdamW step of a group, in multi-tensor (torch._foreach_*) ops: a handful of kernels per group
+    instead of ~20 small ones per tensor, which on a GPU are bound by kernel launches."""
+    keep = torch.ones((), device=params[0].device)
+    if found_inf is not None:
+        keep = 1 - found_inf.to(keep)
+        # a skipped step's gradients are NaN or inf, which no multiplication by 0 clears: zero them (they are
+        # thrown away anyway), so that every update below is exactly a no-op
+        skipped = keep == 0
+        for g in grads:
+            g.masked_fill_(skipped, 0.0)
+    torch._foreach_add_(steps, [keep] * len(steps))  # a list: foreach add of one tensor reads it on the host
+    # the moments' decay is scaled by keep too: (1 - (1 - beta) * keep) is beta for a step, 1 for a skip
+    torch._foreach_mul_(exp_avgs, 1 - (1 - beta1) * keep)
+    torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)
+    torch._foreach_mul_(exp_avg_sqs, 1 - (1 - beta2) * keep)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
+    # bias corrections per tensor, as 0-dim tensors (no host sync): steps differ after a rebuild carried state;
+    # at least one step, so that a first step skipped divides nothing by zero
+    ages = torch._foreach_clamp_min(steps, 1)
+    bias1, bias2 = (torch._foreach_add(torch._foreach_neg(torch._foreach_pow(b, ages)), 1) for b in (beta1, beta2))
+    v_hat = torch._foreach_div(exp_avg_sqs, bias2)
+    # each tensor's learning rate: lr / max(1, RMS(g^2 / v_hat)), 0 for a skipped step
+    ratio = torch._foreach_mul(grads, grads)
+    torch._foreach_div_(ratio, torch._foreach_clamp_min(v_hat, eps ** 2))
+    rms = torch._foreach_div(torch._foreach_norm(ratio, 1), [float(p.numel()) for p in params])
+    del ratio
+    lrs = torch._foreach_reciprocal(torch._foreach_clamp_min(torch._foreach_sqrt(rms), 1.0))
+    torch._foreach_mul_(lrs, lr * keep)
+    if wd:
+        torch._foreach_mul_(params, torch._foreach_add(torch._foreach_mul(lrs, -wd), 1))
+    denom = v_hat  # in place from here: v_hat is no longer needed
+    torch._foreach_sqrt_(denom)
+    torch._foreach_add_(denom, eps)
+    updates = torch._foreach_div(exp_avgs, bias1)
+    torch._foreach_div_(updates, denom)
+    torch._foreach_mul_(updates, lrs)
+    torch._foreach_sub_(params, updates)
 
 
 def step_unless(optimizer: torch.optim.Optimizer, skip: torch.Tensor) -> None:

@@ -240,7 +240,7 @@ def make_optimizer() -> torch.optim.Optimizer:
     # torch's AdamW decays by lr * wd: wd / learning_rate gives the decoupled lr / learning_rate * weight_decay
     wd = weight_decay / learning_rate if weight_decay_convention == 'decoupled' else weight_decay
     return raw_model.configure_optimizers(wd, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps,
-                                          optimizer=optimizer_name, decay_1d=decay_1d_params)
+                                          optimizer=optimizer_name, decay_1d=decay_1d_params, compiled=compile)
 
 
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
