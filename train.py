@@ -435,7 +435,8 @@ while True:
     if iter_num in inject_nonfinite_at:  # the guard's test: a step whose loss is inf, as if it had overflowed
         step_loss = step_loss * float('inf')
     skip = ~(torch.isfinite(step_loss) & torch.isfinite(grad_norm))  # both identical on every rank
-    step_unless(optimizer, skip)  # scaler.unscale_ has run: what scaler.step would add is this skip, made on the host
+    # in place of scaler.step, whose check waits for the GPU: unscale_ has run, and skip covers the infs it finds
+    step_unless(optimizer, skip)
     pending_skips.append((iter_num, skip, step_loss))
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
