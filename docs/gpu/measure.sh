@@ -15,6 +15,8 @@ step() {  # step NAME SECONDS COMMAND...
     timeout --kill-after=30 "$limit" "$@" >"$R/$name.log" 2>&1
     echo "$(date +%T) end $name rc=$?" >>"$R/progress"
 }
+# 0. the CUDA tests: correctness first (FlexAttention, one graph, the optimizer step without a host sync)
+step test_cuda 300 $PY -m pytest -q tests/test_cuda.py
 # 1. where train.py loses against the bench step: as is, without document packing, with fused AdamW
 #    (StableAdamW, as is, compiles its update too: a longer limit)
 SHORT=(--max_iters=150 --warmup_iters=20 --gradient_accumulation_steps=1 --wandb_log=False --eval_interval=1000
