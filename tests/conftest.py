@@ -23,6 +23,15 @@ def data_root(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="session")
+def ckpt(data_root, tmp_path_factory):
+    """A checkpoint of the tiny model trained for two iterations, to fine-tune (test_finetune, test_cuda)."""
+    from test_train import train
+    out = tmp_path_factory.mktemp("pretrained")
+    train(data_root, out, "--max_iters=2", "--eval_interval=2")
+    return str(out / "ckpt.pt")
+
+
 def run_script(*args: str, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run a top-level script (train.py, prepare.py, ...) from the repo root with the test interpreter."""
     result = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)

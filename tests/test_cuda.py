@@ -1,11 +1,12 @@
 """The CUDA path: FlexAttention against SDPA in bf16 (forward and gradients), the compiled training forward as
-one graph, and the optimizer step (the non-finite skip included) without a host sync. Skipped without a GPU (CI has
-none); run with `python -m pytest -q tests/test_cuda.py` on a GPU machine."""
+one graph, the optimizer step (the non-finite skip included) without a host sync, and fine-tuning under bf16
+autocast. Skipped without a GPU (CI has none); run with `python -m pytest -q tests/test_cuda.py` on a GPU machine."""
 import pytest
 import torch
 
 from mlm import prediction_capacity
 from model import IGNORE_INDEX, Encoder, EncoderConfig
+from test_finetune import learn_good_or_bad
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -83,3 +84,9 @@ def test_optimizer_step_skips_on_the_device_without_waiting(optimizer):
         assert torch.isfinite(b).all()
         torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
     assert all(s["step"].item() == 3 for s in optimizers[1].state.values())
+
+
+def test_fine_tuning_in_bf16_learns_a_task(ckpt, tmp_path):
+    # finetune.py runs under bf16 autocast on a GPU: the task the CPU test learns in float32 is learnt here too
+    result = learn_good_or_bad(ckpt, tmp_path, 'cuda')
+    assert result['value'] > 0.9, result

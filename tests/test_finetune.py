@@ -10,14 +10,6 @@ import pytest
 import finetune
 from conftest import run_script
 from prepare import load_tokenizer
-from test_train import train
-
-
-@pytest.fixture(scope='module')
-def ckpt(data_root, tmp_path_factory):
-    out = tmp_path_factory.mktemp('pretrained')
-    train(data_root, out, '--max_iters=2', '--eval_interval=2')
-    return str(out / 'ckpt.pt')
 
 
 def test_metrics_against_known_values():
@@ -70,18 +62,23 @@ def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
         assert 0 < result['majority_baseline'] < 0.2
 
 
-def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
-    """A task a tiny model learns in two epochs: does the sentence say good or bad (one token decides)."""
+def learn_good_or_bad(ckpt: str, folder, device: str) -> dict:
+    """finetune.py on a task a tiny model learns in two epochs: does the sentence say good or bad (one token
+    decides), as local JSONL files."""
     rng = np.random.default_rng(0)
     words = ['king', 'queen', 'sword', 'crown', 'night', 'storm', 'letter', 'ghost']
     for split, n in (('train', 320), ('dev', 64)):
         rows = [{'sentence': f"the {rng.choice(words)} is {'good' if y else 'bad'} today", 'label': ['no', 'yes'][y]}
                 for y in rng.integers(0, 2, n)]
-        (tmp_path / f'{split}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
-    result = finetune.main([f'--init_from={ckpt}', '--task=files', f'--train_file={tmp_path / "train.jsonl"}',
-                            f'--validation_file={tmp_path / "dev.jsonl"}', '--text_fields=sentence',
-                            '--learning_rate=3e-3', '--epochs=2', '--batch_size=16', '--pooling=mean',
-                            '--device=cpu'])
+        (folder / f'{split}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    return finetune.main([f'--init_from={ckpt}', '--task=files', f'--train_file={folder / "train.jsonl"}',
+                          f'--validation_file={folder / "dev.jsonl"}', '--text_fields=sentence',
+                          '--learning_rate=3e-3', '--epochs=2', '--batch_size=16', '--pooling=mean',
+                          f'--device={device}'])
+
+
+def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
+    result = learn_good_or_bad(ckpt, tmp_path, 'cpu')
     assert result['metric'] == 'accuracy' and set(result['metrics']) == {'accuracy', 'f1'}
     assert result['value'] > 0.9, result
 
