@@ -2,7 +2,7 @@
 # The GPU measurements still to take (docs/gpu/README.md, "Left to measure"), run unattended in order of what they
 # decide. Each step has a time limit and its own log; a failing step does not stop the next. Needs the embedded
 # corpus prepared with its shrunken vocabularies (python prepare.py --shrink_vocab=2048,4096,8192).
-#   bash docs/gpu/measure.sh results/     # about 25 minutes on one H100; `tail results/progress` to follow
+#   bash docs/gpu/measure.sh results/     # about 30 minutes on one H100; `tail results/progress` to follow
 set -u
 R=${1:?give a folder for the logs}
 mkdir -p "$R"
