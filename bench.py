@@ -32,12 +32,13 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
+from attention import attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 from configurator import configure, fail
+from data import load_dataset, load_remap, shard_paths
+from hf import save_pretrained
 from mlm import TokenSpace, masked_batch, prediction_capacity, seed_for
-from model import (IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig, attention, band_mask, flex_masks, mask_rule,
-                   rope_cos_sin)
+from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
 from optim import step_unless
-from prepare import load_dataset, load_remap, shard_paths
 
 SHAPES = {
     "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
@@ -59,7 +60,7 @@ DEFAULTS = dict(
     device='cuda' if torch.cuda.is_available() else 'cpu',
     shapes=[],  # of SHAPES (default: small, and base on CUDA)
     # time only the sliding-window attention of the shapes' local layers (RoPE + SDPA, forward + backward), the dense
-    # window against blocks of one window, to tune model.BAND_FROM_WINDOWS
+    # window against blocks of one window, to tune attention.BAND_FROM_WINDOWS
     attention=False,
     optimizer=False,  # time only the optimizer step on the shapes' parameters: StableAdamW against fused AdamW
     block_sizes=[],  # default 512,1024; --quick 512; --attention 192,256,384,512,1024
@@ -208,7 +209,7 @@ def hf_variants(ours: Encoder, args: SimpleNamespace, optimizer) -> list[Variant
                                           for compiled in ((False, True) if cuda and args.compile else (False,))]
     variants = []
     with tempfile.TemporaryDirectory() as folder:
-        ours.save_pretrained(folder)
+        save_pretrained(ours, folder)
         for sparse, attn, compiled in options:
             try:
                 m = ModernBertForMaskedLM.from_pretrained(folder, attn_implementation=attn,

@@ -1,6 +1,7 @@
 """
-Atomic checkpoint files, shared by train.py, init_guide.py and export_hf.py, and the model a train.py run starts
-from: its config from scratch, the checks of a checkpoint or folder it starts from.
+Models on disk: atomic checkpoint files; load_model, the one way every script loads a model (a checkpoint, a Hugging
+Face folder or a hub id); and the model a train.py run starts from: its config from scratch, the checks of a
+checkpoint it starts from or resumes.
 
 A checkpoint is written to a temporary file in the same folder, flushed, fsynced and then renamed over
 the target, so a crash at any point leaves the old file or the new one, never a partial one.
@@ -9,12 +10,15 @@ import dataclasses
 import glob
 import os
 import tempfile
+from dataclasses import dataclass
 
 import torch
 
-from configurator import fail
+from configurator import fail, first_line
+from data import load_remap
+from hf import hf_folder, load_pretrained
 from model import SPECIAL_IDS, Encoder, EncoderConfig
-from prepare import data_tokenizer, first_line, require_same_tokenizer
+from tokenizer import data_tokenizer, folder_tokenizer, require_same_tokenizer
 
 TMP_SUFFIX = '.tmp'
 
@@ -80,6 +84,66 @@ def checkpoint_encoder(ckpt: dict) -> Encoder:
         fail(f"the checkpoint's model_args and weights do not make a model ({first_line(e)}); it was "
              f"written by another version of nanoBERT or edited")
     return model
+
+
+def checkpoint_remap(ckpt: dict) -> dict | None:
+    """The remapping (vocab_K.pt) of a train.py checkpoint still in its shrunken vocabulary, from the path its run
+    recorded; None for any other checkpoint (GUIDE students have no training state)."""
+    if not ckpt.get('state', {}).get('remapping'):
+        return None
+    path = ckpt['config']['vocab_remapping_file']
+    hint = "run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab"
+    if not os.path.isfile(path):
+        fail(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}")
+    remap = load_remap(path, hint)
+    same_data = remap['fingerprint'] == ckpt['dataset_meta']['fingerprint']
+    if not same_data or remap['shrunk_vocab_size'] != ckpt['model_args']['vocab_size']:
+        fail(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
+             f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
+    return remap
+
+
+@dataclass
+class LoadedModel:
+    """What load_model finds at a source."""
+    model: Encoder
+    tokenizer: dict | None  # its tokenizer record (tokenizer.py); None when nothing records one
+    remap: dict | None  # the remapping of a checkpoint kept in its shrunken vocabulary (full_vocabulary=False)
+    checkpoint: dict | None  # a .pt's contents (training state, dataset meta); None for a folder
+
+
+def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> LoadedModel:
+    """The model at source: a .pt written by train.py or init_guide.py, a Hugging Face folder (export_hf.py's, or a
+    ModernBERT or NeoBERT one) or a hub id, either optionally written 'hf:<folder or hub id>'. A checkpoint still in
+    its shrunken vocabulary comes grown to the full one without noise (full_vocabulary, what an export computes) or
+    as it trains, with its remapping. role names the model in the one-line errors ('teacher')."""
+    if source.endswith('.pt'):
+        if not os.path.isfile(source):
+            fail(f"no {role + ' ' if role else ''}checkpoint at {source}; train one first "
+                 f"(python train.py config/demo_cpu.py)")
+        ckpt = load_checkpoint(source)
+        model, remap = checkpoint_encoder(ckpt), checkpoint_remap(ckpt)
+        if remap is not None and full_vocabulary:
+            model.resize_vocabulary(remap['vocab_size'], remap['rare_id'], noise_std=0.0,
+                                    full_to_shrunk=remap['full_to_shrunk'])
+            remap = None
+        meta = ckpt.get('dataset_meta')  # a GUIDE student made without --dataset has none
+        if full_vocabulary and meta is not None and model.config.vocab_size != meta['vocab_size']:
+            fail(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
+                 f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
+        return LoadedModel(model, ckpt.get('tokenizer'), remap, ckpt)
+    name = source.removeprefix('hf:')
+    from huggingface_hub.errors import LocalEntryNotFoundError
+    try:
+        folder = hf_folder(name)
+        model = load_pretrained(folder)
+    except LocalEntryNotFoundError:
+        fail(f"{role or 'model'} '{name}' is not a local folder and the Hugging Face hub cannot be reached (offline, "
+             "or HF_HUB_OFFLINE=1): pass a local ModernBertForMaskedLM folder, a NeoBERT folder or a train.py ckpt.pt")
+    except Exception as e:  # a folder or hub entry that is not a ModernBERT or NeoBERT model
+        fail(f"cannot load {role or 'the model'} '{name}' ({first_line(e)}); give a train.py ckpt.pt or a Hugging "
+             f"Face ModernBERT or NeoBERT folder (export_hf.py writes one)")
+    return LoadedModel(model, folder_tokenizer(folder), None, None)
 
 
 # what may change when a run is restarted: its length, evaluation and logging, checkpointing, the machine

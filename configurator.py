@@ -25,6 +25,11 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(f"{os.path.basename(sys.argv[0])}: {message}")
 
 
+def first_line(e: Exception) -> str:
+    """An exception as one line, for the one-line error messages."""
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+
+
 def _fail(message: str) -> NoReturn:
     fail(f"config error: {message}")
 

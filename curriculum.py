@@ -15,10 +15,9 @@ from typing import Callable
 import torch
 
 from configurator import fail
+from data import load_remap
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
-from prepare import load_remap
-
 
 # the remapping file ---------------------------------------------------------------------------------------------------
 

@@ -21,10 +21,10 @@ import os
 import shutil
 import sys
 
-from checkpoint import checkpoint_encoder, load_checkpoint
+from checkpoint import load_model
 from configurator import configure, fail
-from model import Encoder
-from prepare import Tokenizer, folder_tokenizer, load_remap, load_tokenizer, recorded_hf_tokenizer
+from hf import save_pretrained
+from tokenizer import recorded_hf_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
@@ -33,53 +33,6 @@ DEFAULTS = dict(
     overwrite=False,  # replace an existing, non-empty output folder
 )
 
-
-# checkpoints -----------------------------------------------------------------------------------------------------
-
-def checkpoint_model(ckpt: dict) -> tuple[Encoder, dict | None]:
-    """The model of a train.py checkpoint and, while it trains in a shrunken vocabulary, its remapping (vocab_K.pt)."""
-    model = checkpoint_encoder(ckpt)
-    if not ckpt.get('state', {}).get('remapping'):  # GUIDE students have no training state
-        return model, None
-    path = ckpt['config']['vocab_remapping_file']
-    hint = "run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab"
-    if not os.path.isfile(path):
-        fail(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}")
-    remap = load_remap(path, hint)
-    same_data = remap['fingerprint'] == ckpt['dataset_meta']['fingerprint']
-    if not same_data or remap['shrunk_vocab_size'] != model.config.vocab_size:
-        fail(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
-             f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
-    return model, remap
-
-
-def exported_model(folder: str) -> tuple[Encoder, Tokenizer]:
-    """The model and tokenizer of a folder written by export_hf.py (or a Hugging Face ModernBERT/NeoBERT folder with
-    tokenizer files); SystemExit with one line when it is not one."""
-    if folder_tokenizer(folder) is None:  # checks the files against the fingerprint an export records
-        fail(f"{folder} has no tokenizer files; export the model with export_hf.py")
-    try:
-        return Encoder.from_pretrained(folder), load_tokenizer(folder)
-    except (OSError, ValueError) as e:  # no config.json, another model type, missing weights
-        fail(f"cannot load the model in {folder} ({e})")
-
-
-def full_vocabulary_model(ckpt: dict) -> Encoder:
-    """The checkpoint's model in the tokenizer's full vocabulary (a shrunken one grown without noise)."""
-    model, remap = checkpoint_model(ckpt)
-    if remap is not None:
-        model.resize_vocabulary(remap['vocab_size'], remap['rare_id'], noise_std=0.0,
-                                full_to_shrunk=remap['full_to_shrunk'])
-    meta = ckpt.get('dataset_meta')  # a GUIDE student made without --dataset has none
-    if meta is not None and model.config.vocab_size != meta['vocab_size']:
-        fail(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
-             f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
-    return model
-
-
-# tokenizers ------------------------------------------------------------------------------------------------------
-
-# export ----------------------------------------------------------------------------------------------------------
 
 def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
     """Write the Hugging Face folder of a train.py checkpoint; an existing non-empty folder needs overwrite=True.
@@ -90,18 +43,18 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
         fail(f"{folder} exists and is not empty; choose another --out or pass --overwrite=True")
     if os.path.exists(folder) and not os.path.isdir(folder):
         fail(f"{folder} is a file; --out must name a folder")
-    ckpt = load_checkpoint(ckpt_path)
-    model = full_vocabulary_model(ckpt)
+    loaded = load_model(ckpt_path)
+    model = loaded.model
     # the tokenizer the checkpoint records, checked by its fingerprint to be the one the model was trained with
-    tokenizer = recorded_hf_tokenizer(ckpt.get('tokenizer'), ckpt_path, model.config.max_position_embeddings)
+    tokenizer = recorded_hf_tokenizer(loaded.tokenizer, ckpt_path, model.config.max_position_embeddings)
     tmp = folder.rstrip(os.sep) + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        model.save_pretrained(tmp)
+        save_pretrained(model, tmp)
         tokenizer.save_pretrained(tmp)
         with open(os.path.join(tmp, "config.json")) as f:
             hf_config = json.load(f)
-        hf_config["tokenizer_fingerprint"] = ckpt['tokenizer']['fingerprint']
+        hf_config["tokenizer_fingerprint"] = loaded.tokenizer['fingerprint']
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(hf_config, f, indent=2)
     except BaseException:

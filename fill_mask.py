@@ -10,10 +10,9 @@ import sys
 
 import torch
 
-from checkpoint import load_checkpoint
+from checkpoint import load_model
 from configurator import configure, fail
-from export_hf import checkpoint_model, exported_model
-from prepare import load_recorded_tokenizer
+from tokenizer import load_recorded_tokenizer
 
 DEFAULTS = dict(
     out_dir='out',
@@ -35,16 +34,9 @@ class MaskFiller:
     remapping) or from a folder written by export_hf.py (its tokenizer files)."""
 
     def __init__(self, path: str, device: str = 'cpu'):
-        if os.path.isdir(path):
-            (self.model, self.tokenizer), self.remap = exported_model(path), None
-        elif os.path.isfile(path):
-            ckpt = load_checkpoint(path)
-            self.model, self.remap = checkpoint_model(ckpt)
-            self.tokenizer = load_recorded_tokenizer(ckpt.get('tokenizer'), path)
-        else:
-            fail(f"no checkpoint or exported folder at {path}; train one first "
-                 f"(python train.py config/demo_cpu.py)")
-        self.model.to(device).eval()
+        loaded = load_model(path, full_vocabulary=False)
+        self.model, self.remap = loaded.model.to(device).eval(), loaded.remap
+        self.tokenizer = load_recorded_tokenizer(loaded.tokenizer, path)
         self.device = device
 
     @torch.no_grad()

@@ -30,12 +30,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checkpoint import load_checkpoint
-from configurator import check_at_least, check_choices, configure, fail
-from export_hf import exported_model, full_vocabulary_model
-from hf import hf_folder
+from checkpoint import load_model
+from configurator import check_at_least, check_choices, configure, fail, first_line
+from data import shakespeare_works
 from model import Encoder, weight_decay_groups
-from prepare import Tokenizer, first_line, load_recorded_tokenizer, shakespeare_works
+from tokenizer import Tokenizer, load_recorded_tokenizer
 
 DEFAULTS = dict(
     init_from='out/ckpt.pt',  # a checkpoint .pt, an exported or Hugging Face folder, or 'hf:<hub id>'
@@ -234,19 +233,6 @@ def load_task(cfg: dict) -> Task:
 
 # the model -----------------------------------------------------------------------------------------------------------
 
-def load_encoder(path: str) -> tuple[Encoder, Tokenizer]:
-    """The pre-trained encoder at path (in its full vocabulary) and its tokenizer."""
-    if path.startswith('hf:'):
-        path = hf_folder(path[3:])
-    if os.path.isdir(path):
-        return exported_model(path)
-    if not os.path.isfile(path):
-        fail(f"no checkpoint or model folder at {path}; train one first (python train.py config/demo_cpu.py)")
-    ckpt = load_checkpoint(path)
-    tokenizer = load_recorded_tokenizer(ckpt.get('tokenizer'), path)
-    return full_vocabulary_model(ckpt), tokenizer
-
-
 class SequenceClassifier(nn.Module):
     """An encoder with a classification (or, with one label, regression) head on [CLS] or the mean of the tokens."""
 
@@ -380,7 +366,8 @@ def check(cfg: dict) -> None:
 def main(argv: list[str]) -> dict:
     cfg = configure(DEFAULTS, argv)
     check(cfg)
-    encoder, tok = load_encoder(cfg['init_from'])
+    loaded = load_model(cfg['init_from'])
+    encoder, tok = loaded.model, load_recorded_tokenizer(loaded.tokenizer, cfg['init_from'])
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
              f"{encoder.config.max_position_embeddings}")

@@ -2,7 +2,7 @@
 Hugging Face folders, both ways, for both architectures: config.json conversions, safetensors weights, hub downloads.
 ModernBERT is transformers' own ModernBertForMaskedLM (loads without remote code); NeoBERT uses the official
 chandar-lab config keys plus hf_neobert/modeling_neobert.py copied into the folder (trust_remote_code=True).
-model.Encoder.from_pretrained / save_pretrained call load_pretrained / save_pretrained here.
+checkpoint.load_model reads folders through load_pretrained; export_hf.py writes them with save_pretrained.
 """
 import json
 import os
@@ -12,9 +12,7 @@ import torch
 
 from configurator import fail
 from model import SPECIAL_IDS, Encoder, EncoderConfig
-
-# a Hugging Face folder has a tokenizer when it holds one of these
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model")
+from tokenizer import TOKENIZER_FILES
 
 # ModernBERT (transformers' ModernBertConfig) -----------------------------------------------------------------------
 
@@ -160,6 +158,7 @@ def register_neobert() -> None:
     class known here it does not ask to trust the folder's copy of the modeling file."""
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
     from hf_neobert.modeling_neobert import NeoBERTConfig
     if "neobert" not in CONFIG_MAPPING:
         AutoConfig.register("neobert", NeoBERTConfig)

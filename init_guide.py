@@ -18,11 +18,11 @@ from dataclasses import asdict, replace
 import torch
 import torch.nn as nn
 
-from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint
+from checkpoint import load_model, save_checkpoint
 from configurator import configure, fail
-from hf import hf_folder
+from data import load_meta
 from model import Encoder, EncoderConfig, ModernBertLayer
-from prepare import data_tokenizer, folder_tokenizer, load_meta, require_same_tokenizer
+from tokenizer import data_tokenizer, require_same_tokenizer
 
 DEFAULTS = dict(
     teacher='answerdotai/ModernBERT-base',  # hub id, local ModernBertForMaskedLM folder, or a train.py ckpt.pt
@@ -157,29 +157,13 @@ def guide(teacher: Encoder, config: EncoderConfig, guide_layers=None, select: st
 # Command line: load the teacher, check the student, write a checkpoint train.py starts from
 
 def load_teacher(source: str) -> tuple[Encoder, dict | None, dict | None]:
-    """The teacher, the dataset meta a train.py checkpoint was trained on (else None) and its tokenizer record
-    (None when nothing records it: a Hugging Face folder without tokenizer files)."""
-    if source.endswith('.pt'):
-        if not os.path.isfile(source):
-            fail(f"no teacher checkpoint at {source}; train one with train.py or pass a ModernBERT folder or hub id")
-        ckpt = load_checkpoint(source)
-        return checked_teacher(checkpoint_encoder(ckpt)), ckpt.get('dataset_meta'), ckpt.get('tokenizer')
-    from huggingface_hub.errors import LocalEntryNotFoundError
-    try:
-        folder = hf_folder(source)
-        teacher = Encoder.from_pretrained(folder)
-    except LocalEntryNotFoundError:
-        fail(f"teacher '{source}' is not a local folder and the Hugging Face hub cannot be reached (offline, or "
-             "HF_HUB_OFFLINE=1): pass a local ModernBertForMaskedLM folder or a train.py ckpt.pt")
-    except Exception as e:  # a folder or hub entry that is not a ModernBERT checkpoint
-        fail(f"cannot load teacher '{source}': {type(e).__name__}: {e}")
-    return checked_teacher(teacher), None, folder_tokenizer(folder)
-
-
-def checked_teacher(teacher: Encoder) -> Encoder:
-    if teacher.config.arch != 'modernbert':
-        fail(f"the teacher is a {teacher.config.arch} model: GUIDE maps ModernBERT weights only")
-    return teacher
+    """The teacher (as it was trained: a shrunken vocabulary stays shrunken), the dataset meta a train.py checkpoint
+    was trained on (else None) and its tokenizer record (None when nothing records it: a Hugging Face folder without
+    tokenizer files)."""
+    loaded = load_model(source, full_vocabulary=False, role='teacher')
+    if loaded.model.config.arch != 'modernbert':
+        fail(f"the teacher is a {loaded.model.config.arch} model: GUIDE maps ModernBERT weights only")
+    return loaded.model, (loaded.checkpoint or {}).get('dataset_meta'), loaded.tokenizer
 
 
 def student_config(teacher: EncoderConfig, hidden_size: int, num_hidden_layers: int, num_attention_heads: int,

@@ -11,7 +11,6 @@ import torch
 
 from model import IGNORE_INDEX
 
-
 # What a seed is for comes right after the run's seed in seed_for(seed, STREAM, ...), so no two uses of randomness
 # ever share a stream, and each is reproducible from its key alone (a resumed run draws the same numbers).
 EVAL_BATCHES, TRAIN_BATCHES, DROPOUT, RESIZE_NOISE = 0, 1, 2, 3

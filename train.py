@@ -18,18 +18,18 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_start_checkpoint, save_checkpoint,
-                        scratch_config)
+from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_model, load_start_checkpoint,
+                        save_checkpoint, scratch_config)
 from configurator import check_at_least, check_choices, fail
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
+from data import load_dataset, shard_paths
 from distributed import all_reduce, setup, shutdown
-from hf import hf_folder
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
 from optim import LR_SCHEDULES, scheduled_lr, step_unless
-from prepare import data_tokenizer, folder_tokenizer, load_dataset, require_same_tokenizer, shard_paths
 from runlog import RunLog, StepClock
+from tokenizer import data_tokenizer, require_same_tokenizer
 
 # -----------------------------------------------------------------------------
 # I/O
@@ -211,10 +211,10 @@ torch.manual_seed(seed)  # the same initial weights on every rank and in every r
 if init_from == 'scratch':
     model = Encoder(scratch_config(config, remap if remap is not None else meta, curriculum.space()[1].size))
 elif init_from.startswith('hf:'):
-    _folder = hf_folder(init_from[3:])
-    require_same_tokenizer(folder_tokenizer(_folder), data_tokenizer(meta), f"the model {init_from[3:]}",
+    _loaded = load_model(init_from)
+    require_same_tokenizer(_loaded.tokenizer, data_tokenizer(meta), f"the model {init_from[3:]}",
                            f"the data in {data_dir}")
-    model = Encoder.from_pretrained(_folder)
+    model = _loaded.model
 else:
     path = ckpt_path if init_from == 'resume' else init_from
     checkpoint = load_start_checkpoint(path, init_from == 'resume', meta, arch, config if auto_resume else None)

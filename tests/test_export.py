@@ -4,16 +4,19 @@ import os
 
 import pytest
 import torch
+from test_train import train
 from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
 
 import export_hf
 import fill_mask
 import prepare
-from checkpoint import load_checkpoint
-from export_hf import checkpoint_model, export
+from checkpoint import load_checkpoint, load_model
+from data import documents
+from export_hf import export
 from fill_mask import SENTENCES, MaskFiller
+from hf import save_pretrained
 from model import Encoder, EncoderConfig
-from test_train import train
+from tokenizer import GPT2_VOCAB_SIZE, SPECIAL_NAMES, hf_tokenizer, load_tokenizer
 
 TEXTS = SENTENCES + ["Friends, [MASK], countrymen, lend me your [MASK]."]
 # 20 steps at a high learning rate: predictions far enough from uniform that the top 5 has no near-ties
@@ -47,7 +50,7 @@ def padded_batch(seq_len: int = 100) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def our_model(ckpt: str) -> Encoder:
-    return checkpoint_model(load_checkpoint(ckpt))[0].eval()
+    return load_model(ckpt, full_vocabulary=False).model.eval()
 
 
 def pipeline_top_k(fill, text: str) -> list[list[tuple[str, float]]]:
@@ -81,12 +84,12 @@ def test_modernbert_export_gives_our_logits_through_auto_classes(modernbert):
 
 def test_gpt2_tokenizer_export_has_prepare_ids(modernbert):
     tok = AutoTokenizer.from_pretrained(modernbert[1])
-    ref = prepare.load_tokenizer('gpt2')
-    assert len(tok) == prepare.GPT2_VOCAB_SIZE
-    assert {n: getattr(tok, f"{n}_token_id") for n in prepare.SPECIAL_NAMES} == \
-        {n: getattr(ref, f"{n}_token_id") for n in prepare.SPECIAL_NAMES}
+    ref = load_tokenizer('gpt2')
+    assert len(tok) == GPT2_VOCAB_SIZE
+    assert {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES} == \
+        {n: getattr(ref, f"{n}_token_id") for n in SPECIAL_NAMES}
     assert set(ref.special_ids) <= set(tok.all_special_ids)
-    docs = [d for d, _ in prepare.documents('shakespeare')]
+    docs = [d for d, _ in documents('shakespeare')]
     text = docs[0][:100_000] + "\n\u00e9t\u00e9 \U0001f600  tabs\t\tand  spaces  \n"
     ids = tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
     assert ids == ref.encode_ordinary(text) and len(ids) > 20_000
@@ -105,7 +108,7 @@ def test_hf_tokenizer_is_saved_as_it_loads(tmp_path):
     backend.normalizer, backend.pre_tokenizer = normalizers.BertNormalizer(), pre_tokenizers.BertPreTokenizer()
     backend.train_from_iterator(SENTENCES * 5, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
     BertTokenizerFast(tokenizer_object=backend).save_pretrained(str(tmp_path / "bert"))
-    prepare.hf_tokenizer(str(tmp_path / "bert"), model_max_length=128).save_pretrained(str(tmp_path / "out"))
+    hf_tokenizer(str(tmp_path / "bert"), model_max_length=128).save_pretrained(str(tmp_path / "out"))
     original, copy = (AutoTokenizer.from_pretrained(str(tmp_path / p)) for p in ("bert", "out"))
     assert type(copy) is type(original) and copy.model_max_length == 128
     for text in TEXTS:
@@ -174,10 +177,11 @@ def test_shrunken_checkpoint_exports_in_the_full_vocabulary(data_root, tmp_path)
     train(data_root, tmp_path, f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt', '--max_iters=4',
           '--eval_interval=4')
     export(str(tmp_path / 'ckpt.pt'), str(tmp_path / 'hf'))
-    shrunk, remap = checkpoint_model(load_checkpoint(str(tmp_path / 'ckpt.pt')))
+    loaded = load_model(str(tmp_path / 'ckpt.pt'), full_vocabulary=False)
+    shrunk, remap = loaded.model, loaded.remap
     hf = AutoModelForMaskedLM.from_pretrained(str(tmp_path / 'hf')).eval()
     full_to_shrunk, rare = remap['full_to_shrunk'], remap['full_to_shrunk'] == remap['rare_id']
-    assert hf.config.vocab_size == prepare.GPT2_VOCAB_SIZE and hf.config.mask_token_id == 50259
+    assert hf.config.vocab_size == GPT2_VOCAB_SIZE and hf.config.mask_token_id == 50259
     ids, _ = padded_batch()
     logits = hf(input_ids=ids).logits
     expected, _ = shrunk.eval()(full_to_shrunk[ids])
@@ -222,4 +226,4 @@ def test_export_refuses_bad_input_and_overwrites_only_when_asked(modernbert, tmp
                                           num_hidden_layers=2, num_attention_heads=2, global_attn_every_n_layers=2,
                                           pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3))
     with pytest.raises(SystemExit, match='global attention in every layer'):
-        neobert_local.save_pretrained(str(tmp_path / 'neobert'))
+        save_pretrained(neobert_local, str(tmp_path / 'neobert'))

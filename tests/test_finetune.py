@@ -6,10 +6,10 @@ import types
 
 import numpy as np
 import pytest
+from conftest import run_script
 
 import finetune
-from conftest import run_script
-from prepare import load_tokenizer
+from tokenizer import load_tokenizer
 
 
 def test_metrics_against_known_values():
@@ -112,7 +112,7 @@ def test_glue_tasks_through_datasets(ckpt, monkeypatch):
 REFUSALS = {
     'unknown task': (['--task=squad'], "unknown task 'squad'; use shakespeare_works, glue/<name> or files"),
     'unknown glue task': (['--task=glue/wnli'], "unknown GLUE task 'wnli'"),
-    'no checkpoint': (['--init_from=nope.pt'], 'no checkpoint or model folder at nope.pt'),
+    'no checkpoint': (['--init_from=nope.pt'], 'no checkpoint at nope.pt'),
     'missing field': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/a.jsonl',
                        '--text_fields=premise'], "record 1, has no field 'premise'"),
     'unseen label': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/b.jsonl'],

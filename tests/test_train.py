@@ -5,14 +5,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_script
 
 import runlog
 from checkpoint import load_checkpoint
-from conftest import run_script
 from fill_mask import MaskFiller
+from hf import save_pretrained
 from mlm import micro_batch_loss
 from model import IGNORE_INDEX, Encoder, EncoderConfig
-from prepare import gpt2_hf_tokenizer
+from tokenizer import gpt2_hf_tokenizer
 
 # a tiny ModernBERT: 3 layers so both global (0) and local (1, 2) layers run, window 16 < block 64
 TINY = ['--hidden_size=32', '--intermediate_size=64', '--num_hidden_layers=3', '--num_attention_heads=2',
@@ -79,7 +80,7 @@ def test_init_from_hf_folder(data_root, tmp_path):
     config = EncoderConfig(vocab_size=50368, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
                            num_attention_heads=3, local_attention=16, pad_token_id=50260, cls_token_id=50257,
                            sep_token_id=50258, mask_token_id=50259)
-    Encoder(config).save_pretrained(str(tmp_path / 'hf'))
+    save_pretrained(Encoder(config), str(tmp_path / 'hf'))
     gpt2_hf_tokenizer().save_pretrained(str(tmp_path / 'hf'))  # the data's tokenizer, checked by train.py
     out = tmp_path / 'out'
     train(data_root, out, f'--init_from=hf:{tmp_path / "hf"}', '--max_iters=2', '--eval_interval=2')

