@@ -38,7 +38,7 @@ from data import load_dataset, load_remap, shard_paths
 from hf import save_pretrained
 from mlm import TokenSpace, masked_batch, prediction_capacity, seed_for
 from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
-from optim import step_unless
+from optim import configure_optimizers, step_unless
 
 SHAPES = {
     "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
@@ -254,7 +254,7 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
         raw.config.attn_implementation = attn
         name = attn + (", compile" if compiled else "")
         name += {"full": "", "documents": ", documents packed", "shrunk": f", vocab {raw.config.vocab_size}"}[space]
-        optimizer = raw.configure_optimizers(decay, lr, betas, args.device, eps=eps)
+        optimizer = configure_optimizers(raw, decay, lr, betas, args.device, eps=eps)
         variants.append(Variant("ours", name, True, compiled, space, raw, torch.compile(raw) if compiled else raw,
                                 optimizer, attn=attn, max_predictions=capacity if compiled else None))
     return variants, ours
@@ -414,14 +414,14 @@ def attention_rows(shape: str, block_size: int, args: SimpleNamespace) -> list[d
 
 def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
     """One optimizer step alone on the shape's parameters (vocabulary 50,368) with random gradients: each optimizer
-    train.py offers, as model.configure_optimizers builds it, taking turns; the ratio is the median per-round one."""
+    train.py offers, as optim.configure_optimizers builds it, taking turns; the ratio is the median per-round one."""
     torch.manual_seed(args.seed)
     raw = Encoder(EncoderConfig(**SHAPES[shape], vocab_size=50368)).to(args.device)
     for p in raw.parameters():
         p.grad = torch.randn_like(p) * 1e-3
     names = ("adamw", "stable_adamw", "stable_adamw, compiled")  # compiled: as train.py builds it with --compile
-    optimizers = {n: raw.configure_optimizers(1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6,
-                                              optimizer=n.split(",")[0], compiled=n.endswith("compiled"))
+    optimizers = {n: configure_optimizers(raw, 1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6,
+                                          optimizer=n.split(",")[0], compiled=n.endswith("compiled"))
                   for n in names}
     seconds = {n: [] for n in names}
     finite = torch.zeros((), dtype=torch.bool, device=args.device)  # as train.py steps: skip decided on the device

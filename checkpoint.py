@@ -209,12 +209,11 @@ def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: 
         if getattr(model.config, name) not in (None, space[name]):
             fail(f"the model's {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
                  f"its config.json disagrees with its tokenizer: fix {name} in the model's config")
-        setattr(model.config, name, space[name])
     if block_size > model.config.max_position_embeddings:
         fail(f"block_size={block_size} exceeds max_position_embeddings="
              f"{model.config.max_position_embeddings}; lower block_size or raise max_position_embeddings")
-    try:  # a checkpoint or a Hugging Face folder attends the way this run asks
-        model.config.attn_implementation = attn_implementation
-        model.config._validate()
+    try:  # a checkpoint or a Hugging Face folder attends the way this run asks; replace validates the new config
+        model.config = dataclasses.replace(model.config, attn_implementation=attn_implementation,
+                                           **{name: space[name] for name in SPECIAL_IDS})
     except ValueError as e:
         fail(f"invalid model config: {e}")

@@ -14,6 +14,7 @@ import builtins
 import difflib
 import json
 import os
+import re
 import sys
 import types
 from typing import Any, NoReturn
@@ -107,8 +108,52 @@ def _read_config_file(path: str, config: dict) -> dict:
     return updates
 
 
+def knob_comments(source: str) -> tuple[dict, dict]:
+    """What a script's source says of each knob: the comment beside its `key = value` (or `key=value,`) line, with a
+    comment block of two or more lines right above it, and the comment lines right below it that continue it (their
+    text indented); and the one-line headers above knobs ("# data"), which start a section."""
+    comments, headers, block, last = {}, {}, [], None
+    for line in source.splitlines():
+        stripped = line.strip()
+        if not stripped or re.fullmatch(r"#\s*-{3,}.*", stripped):
+            block, last = [], None
+        elif stripped.startswith("#"):
+            if last is not None and re.match(r"#\s{2,}\S", stripped):  # continues the comment beside the knob
+                comments[last] += " " + stripped.lstrip("#").strip()
+            else:
+                block.append(stripped.lstrip("#").strip())
+                last = None
+        elif (knob := re.match(r"(\w+)\s*=([^#]*)(#\s?(.*))?$", stripped)) and knob.group(1) not in comments:
+            last = knob.group(1)
+            above = " ".join(block) + " " if len(block) > 1 else ""
+            comments[last] = (above + (knob.group(4) or "")).strip()
+            if len(block) == 1:
+                headers[last] = block[0]
+            block = []
+        else:
+            block, last = [], None
+    return comments, headers
+
+
+def print_help(config: dict, script: str) -> None:
+    """The script's docstring, then every knob with its default and the comment beside it in the script."""
+    with open(script) as f:
+        source = f.read()
+    print((ast.get_docstring(ast.parse(source)) or "").strip() + "\n")
+    print("Settings: --key=value on the command line, or key = value in a config file; the defaults:")
+    comments, headers = knob_comments(source)
+    for key, default in config.items():
+        if key in headers:
+            print(f"\n  # {headers[key]}")
+        print(f"  --{key}={default!r}" + (f"  # {comments[key]}" if comments.get(key) else ""))
+
+
 def configure(config: dict, argv: list[str]) -> dict:
-    """Apply config files and --key=value overrides in argv to a copy of config; return it."""
+    """Apply config files and --key=value overrides in argv to a copy of config; return it. --help (or -h) prints
+    the settings with their defaults and exits."""
+    if "--help" in argv or "-h" in argv:
+        print_help(config, sys.argv[0])
+        raise SystemExit(0)
     config = dict(config)
     for arg in argv:
         if not arg.startswith("--"):

@@ -18,8 +18,10 @@ from configurator import fail
 from data import load_remap
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
+from optim import load_state_by_name, state_by_name
 
 # the remapping file ---------------------------------------------------------------------------------------------------
+
 
 def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_token_id: int | None) -> dict:
     """The vocab_K.pt a run trains in, checked against its data and its settings; SystemExit with one line."""
@@ -35,7 +37,7 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_
     if shrunken_vocab_size not in (None, size):
         fail(f"shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree")
     if rare_token_id not in (None, remap['rare_id']):
-        fail(f"RARE_TOKEN_ID={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
+        fail(f"rare_token_id={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
     return remap
 
 
@@ -189,22 +191,6 @@ def validate_schedule(ops: list, remapping: bool) -> str | None:
     return None
 
 
-# the optimizer, rebuilt by parameter name ----------------------------------------------------------------------------
-
-def load_state_by_name(opt: torch.optim.Optimizer, named_state: dict) -> dict:
-    """Give each parameter of `opt` the state of the same name in named_state (AdamW's moments and step); return
-    the entries no parameter of `opt` takes (parameters frozen now), to be kept until they train again.
-
-    The state goes in through opt.load_state_dict, so torch places each tensor as it does for a resumed optimizer:
-    moments on the parameter's device and dtype, the step count on the device too where fused or capturable AdamW
-    needs it. (State parked on the CPU and unfrozen on CUDA would otherwise crash fused AdamW.)"""
-    saved = opt.state_dict()
-    ids = {name: i for group in saved['param_groups'] for i, name in zip(group['params'], group['param_names'])}
-    saved['state'] = {ids[name]: state for name, state in named_state.items() if name in ids}
-    opt.load_state_dict(saved)
-    return {name: state for name, state in named_state.items() if name not in ids}
-
-
 class ScheduleError(Exception):
     """An operation failed while running; the run must stop (the last checkpoint is from before it)."""
 
@@ -258,14 +244,6 @@ class Curriculum:
         self.parked = load_state_by_name(opt, carried)
         return opt
 
-    def state_by_name(self, model: Encoder, opt: torch.optim.Optimizer) -> dict:
-        """The optimizer's per-parameter state keyed by parameter name, plus the parked entries."""
-        by_name = dict(self.parked)
-        for name, p in model.named_parameters():
-            if p in opt.state:
-                by_name[name] = opt.state[p]
-        return by_name
-
     def due(self, it: int) -> list:
         """(index, trigger) of the operations that fire now, in order; each waits for the one before."""
         fired, last_op_iter = [], self.state['last_op_iter']
@@ -293,7 +271,7 @@ class Curriculum:
         if not due:
             return None
         torch.manual_seed(seed_for(self.seed, RESIZE_NOISE, it))  # the same resize noise on every rank and on resume
-        carried = self.state_by_name(model, opt)
+        carried = self.parked | state_by_name(model, opt)
         rebuild = False
         space_before = (self.state['remapping'], model.config.vocab_size)
         fired = Fired()

@@ -22,7 +22,6 @@ def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 2 ** 16 else np.uint32)
 
 
-
 def _decode(raw: bytes) -> tuple[str, int]:
     """Decode UTF-8, replacing invalid byte sequences with U+FFFD; the text and how many were replaced."""
     text = raw.decode("utf-8", errors="replace")

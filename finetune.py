@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from checkpoint import load_model
 from configurator import check_at_least, check_choices, configure, fail, first_line
 from data import shakespeare_works
-from model import Encoder, weight_decay_groups
+from model import Encoder
+from optim import weight_decay_groups
 from tokenizer import Tokenizer, load_recorded_tokenizer
 
 DEFAULTS = dict(

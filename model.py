@@ -320,21 +320,11 @@ def gather_vocab_rows(old: torch.Tensor, new_vocab_size: int, source_token_id: i
 # ----------------------------------------------------------------------------------------------------------------
 # The model
 
-def weight_decay_groups(module: nn.Module, weight_decay: float, decay_1d: bool = False) -> list[dict]:
-    """Optimizer groups over module's trainable parameters: weight decay on matrices, none on 1-D parameters (norms,
-    biases) unless decay_1d. Groups hold (name, param) pairs in named_parameters order, so the state dict carries
-    param_names; an empty group is left out (torch refuses one among named groups)."""
-    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-    groups = [{"params": [(n, p) for n, p in params if p.dim() >= 2 or decay_1d], "weight_decay": weight_decay},
-              {"params": [(n, p) for n, p in params if p.dim() < 2 and not decay_1d], "weight_decay": 0.0}]
-    return [g for g in groups if g["params"]]
-
-
 class Encoder(nn.Module):
 
     def __init__(self, config: EncoderConfig):
         super().__init__()
-        self.config = config
+        self.config = dataclasses.replace(config)  # its own: changing it leaves other models alone
         if config.arch == "modernbert":
             self.model = ModernBertModel(config)
             self.head = ModernBertHead(config)
@@ -442,19 +432,6 @@ class Encoder(nn.Module):
         skip = set(self.vocab_parameter_names()) if non_embedding else set()
         return sum(p.numel() for n, p in self.named_parameters() if n not in skip)
 
-    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type, eps=1e-8, optimizer="adamw",
-                             decay_1d=False, compiled=False):
-        """AdamW (or StableAdamW, optim.py) over the trainable parameters; no decay on 1-D ones (norms, biases)
-        unless decay_1d (NeoBERT decays every parameter). Groups hold (name, param) pairs in named_parameters order,
-        so the state dict carries param_names. AdamW is fused on CUDA and the CPU; StableAdamW's update is compiled
-        when `compiled` (`bench.py --optimizer` times the three)."""
-        groups = weight_decay_groups(self, weight_decay, decay_1d)
-        if optimizer == "stable_adamw":
-            from optim import StableAdamW
-            return StableAdamW(groups, lr=learning_rate, betas=betas, eps=eps, compiled=compiled)
-        return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps,
-                                 fused=device_type in ("cuda", "cpu"))
-
     def estimate_mfu(self, tokens_per_iter, predicted_per_iter, dt, peak_flops, seq_len=None) -> float:
         """Model FLOPs utilization (reference section 6): 6 * N_body per real token, 12 * H * context per token and
         layer for attention (T for global layers, the window for local ones), head and decoder on predicted rows.
@@ -511,7 +488,7 @@ class Encoder(nn.Module):
         if self.decoder.bias is not None:
             self.decoder.bias = resized(self.decoder.bias)
         self.decoder.out_features = new_vocab_size
-        vars(self.config).update(vars(new_config))  # in place: whoever holds model.config sees the new sizes
+        self.config = new_config
 
     def set_embedding_finetune_mode(self, enabled: bool) -> None:
         """enabled: only the token embedding and the decoder (weight, bias) train; False: everything trains."""

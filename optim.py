@@ -1,7 +1,8 @@
 """
-The learning-rate schedules, and StableAdamW, the optimizer ModernBERT pre-trains with: AdamW whose step size is
-clipped per tensor (Wortsman et al. 2023, "Stable and low-precision training for large-scale vision-language
-models", AdamW-AdaFactor update clipping).
+The optimizer: train.py's AdamW or StableAdamW over named parameter groups, rebuilt by parameter name when the
+curriculum changes what trains; the learning-rate schedules; and StableAdamW, the optimizer ModernBERT pre-trains
+with: AdamW whose step size is clipped per tensor (Wortsman et al. 2023, "Stable and low-precision training for
+large-scale vision-language models", AdamW-AdaFactor update clipping).
 
 Each tensor's learning rate is lr / max(1, RMS(g^2 / v_hat)): when a gradient is much larger than the second moment
 expects (v_hat lags behind it), the update is scaled down instead of taking a step of many times the usual size.
@@ -10,6 +11,7 @@ State per parameter (step, exp_avg, exp_avg_sq) is AdamW's, so train.py carries 
 import math
 
 import torch
+import torch.nn as nn
 
 LR_SCHEDULES = ('wsd', 'cosine', 'constant')
 
@@ -124,3 +126,46 @@ def step_unless(optimizer: torch.optim.Optimizer, skip: torch.Tensor) -> None:
         optimizer.step()
     finally:
         del optimizer.found_inf
+
+
+# building the optimizer, and rebuilding it by parameter name ----------------------------------------------------
+
+def weight_decay_groups(module: nn.Module, weight_decay: float, decay_1d: bool = False) -> list[dict]:
+    """Optimizer groups over module's trainable parameters: weight decay on matrices, none on 1-D parameters (norms,
+    biases) unless decay_1d. Groups hold (name, param) pairs in named_parameters order, so the state dict carries
+    param_names; an empty group is left out (torch refuses one among named groups)."""
+    params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    groups = [{"params": [(n, p) for n, p in params if p.dim() >= 2 or decay_1d], "weight_decay": weight_decay},
+              {"params": [(n, p) for n, p in params if p.dim() < 2 and not decay_1d], "weight_decay": 0.0}]
+    return [g for g in groups if g["params"]]
+
+
+def configure_optimizers(model: nn.Module, weight_decay: float, learning_rate: float, betas: tuple[float, float],
+                         device_type: str, eps: float = 1e-8, optimizer: str = "adamw", decay_1d: bool = False,
+                         compiled: bool = False) -> torch.optim.Optimizer:
+    """AdamW (or StableAdamW) over the model's trainable parameters; no decay on 1-D ones (norms, biases) unless
+    decay_1d (NeoBERT decays every parameter). AdamW is fused on CUDA and the CPU; StableAdamW's update is compiled
+    when `compiled` (`bench.py --optimizer` times the three)."""
+    groups = weight_decay_groups(model, weight_decay, decay_1d)
+    if optimizer == "stable_adamw":
+        return StableAdamW(groups, lr=learning_rate, betas=betas, eps=eps, compiled=compiled)
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps, fused=device_type in ("cuda", "cpu"))
+
+
+def state_by_name(model: nn.Module, opt: torch.optim.Optimizer) -> dict:
+    """The optimizer's per-parameter state keyed by parameter name."""
+    return {name: opt.state[p] for name, p in model.named_parameters() if p in opt.state}
+
+
+def load_state_by_name(opt: torch.optim.Optimizer, named_state: dict) -> dict:
+    """Give each parameter of `opt` the state of the same name in named_state (AdamW's moments and step); return
+    the entries no parameter of `opt` takes (parameters frozen now), to be kept until they train again.
+
+    The state goes in through opt.load_state_dict, so torch places each tensor as it does for a resumed optimizer:
+    moments on the parameter's device and dtype, the step count on the device too where fused or capturable AdamW
+    needs it. (State parked on the CPU and unfrozen on CUDA would otherwise crash fused AdamW.)"""
+    saved = opt.state_dict()
+    ids = {name: i for group in saved['param_groups'] for i, name in zip(group['params'], group['param_names'])}
+    saved['state'] = {ids[name]: state for name, state in named_state.items() if name in ids}
+    opt.load_state_dict(saved)
+    return {name: state for name, state in named_state.items() if name not in ids}

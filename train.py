@@ -27,10 +27,11 @@ from distributed import all_reduce, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
-from optim import LR_SCHEDULES, scheduled_lr, step_unless
+from optim import LR_SCHEDULES, configure_optimizers, scheduled_lr, step_unless
 from runlog import RunLog, StepClock
 from tokenizer import data_tokenizer, require_same_tokenizer
 
+_not_a_knob = set(globals())  # what the knobs below must not include: the imports
 # -----------------------------------------------------------------------------
 # I/O
 out_dir = 'out'
@@ -109,10 +110,10 @@ inject_nonfinite_at = []  # iterations whose step loss is made inf (tests the gu
 # grow-as-you-go vocabulary
 shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
-RARE_TOKEN_ID = None  # None: the file's rare_id
+rare_token_id = None  # None: the file's rare_id
 schedule = []  # operations; see docs/curriculum.md
 # -----------------------------------------------------------------------------
-config_keys = [k for k, v in globals().items() if not k.startswith('_')
+config_keys = [k for k, v in globals().items() if not k.startswith('_') and k not in _not_a_knob
                and isinstance(v, (int, float, bool, str, list, dict, type(None)))]
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator.py')).read())
 config = {k: globals()[k] for k in config_keys}
@@ -138,7 +139,9 @@ if _problem:
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 auto_resume = init_from == 'auto' or init_from.startswith('auto:')
-start_from = init_from.removeprefix('auto').removeprefix(':') or 'scratch' if auto_resume else init_from
+start_from = init_from  # where a new run starts: 'auto:<start>' starts from <start>, plain 'auto' from scratch
+if auto_resume:
+    start_from = init_from.removeprefix('auto').removeprefix(':') or 'scratch'
 if not (start_from in ('scratch', 'resume') or start_from.startswith('hf:') or start_from.endswith('.pt')):
     fail(f"init_from='{init_from}' must be 'scratch', 'resume', a path to a .pt checkpoint, 'hf:<folder or hub id>', "
          f"'auto' or 'auto:<one of those>'")
@@ -173,14 +176,14 @@ shards = {split: shard_paths(data_dir, split, meta) for split in ('train', 'val'
 
 
 # vocabulary: the active token space is the shrunken one while remapping is on ----
-remap = None
+remap, rare_id = None, None
 if vocab_remapping_file is not None:
-    remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, RARE_TOKEN_ID)
-    RARE_TOKEN_ID = remap['rare_id']
+    remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, rare_token_id)
+    rare_id = remap['rare_id']
 elif shrunken_vocab_size is not None:
     fail("shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)")
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
-curriculum = Curriculum(schedule, meta, remap, RARE_TOKEN_ID, learning_rate, mask_rate, device, seed,
+curriculum = Curriculum(schedule, meta, remap, rare_id, learning_rate, mask_rate, device, seed,
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
@@ -239,8 +242,8 @@ scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
 def make_optimizer() -> torch.optim.Optimizer:
     # torch's AdamW decays by lr * wd: wd / learning_rate gives the decoupled lr / learning_rate * weight_decay
     wd = weight_decay / learning_rate if weight_decay_convention == 'decoupled' else weight_decay
-    return raw_model.configure_optimizers(wd, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps,
-                                          optimizer=optimizer_name, decay_1d=decay_1d_params, compiled=compile)
+    return configure_optimizers(raw_model, wd, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps,
+                                optimizer=optimizer_name, decay_1d=decay_1d_params, compiled=compile)
 
 
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
@@ -284,7 +287,7 @@ def evaluate() -> dict:
             x, y, documents = make_batch(split, eval_rate, EVAL_BATCHES, split_id, k)
             with autocast:
                 logits, loss = net(x, labels=y, document_ids=documents)
-            sums += prediction_counts(logits, loss, y, RARE_TOKEN_ID if state['remapping'] else None)
+            sums += prediction_counts(logits, loss, y, rare_id if state['remapping'] else None)
         loss_sum, correct, n, core_correct, core_n = all_reduce(sums).tolist()
         out[f'{split}_loss'], out[f'{split}_acc'] = loss_sum / n, correct / n
         if state['remapping']:

@@ -7,7 +7,7 @@ from test_finetune import learn_good_or_bad
 
 from mlm import prediction_capacity
 from model import IGNORE_INDEX, Encoder, EncoderConfig
-from optim import step_unless
+from optim import configure_optimizers, step_unless
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -66,7 +66,7 @@ def test_optimizer_step_skips_on_the_device_without_waiting(optimizer):
     # train.py's step as the GPU runs it: fused AdamW, or StableAdamW compiled, handed the skip flag as found_inf;
     # after the warm-up (compilation), neither the step nor the skip may make the host wait for the GPU
     models = [small_model(), small_model()]
-    optimizers = [m.configure_optimizers(0.1, 1e-3, (0.9, 0.98), "cuda", optimizer=optimizer, compiled=compiled)
+    optimizers = [configure_optimizers(m, 0.1, 1e-3, (0.9, 0.98), "cuda", optimizer=optimizer, compiled=compiled)
                   for m, compiled in zip(models, (False, True))]
     ids, labels = batch()
     for it in range(4):

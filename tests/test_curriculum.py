@@ -10,8 +10,8 @@ from test_reliability import assert_same_weights, losses
 from test_train import read_metrics, train
 
 from checkpoint import load_checkpoint
-from curriculum import load_state_by_name
 from fill_mask import MaskFiller
+from optim import load_state_by_name
 
 # the demo curriculum (config/shrink_vocab_demo.py) on a 512-token vocabulary, compressed into 10 iterations
 CURRICULUM = [

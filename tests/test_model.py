@@ -15,6 +15,7 @@ from attention import attention_masks, flex_masks
 from hf import config_from_hf, config_to_hf, load_pretrained, save_pretrained
 from mlm import prediction_capacity
 from model import IGNORE_INDEX, Encoder, EncoderConfig
+from optim import configure_optimizers
 
 TOL = 1e-5
 SPECIAL = dict(pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
@@ -506,7 +507,7 @@ def test_too_long_sequence_is_rejected():
 
 def test_configure_optimizers_groups():
     m = small_neobert()
-    opt = m.configure_optimizers(0.1, 1e-3, (0.9, 0.95), "cpu")
+    opt = configure_optimizers(m, 0.1, 1e-3, (0.9, 0.95), "cpu")
     decay, no_decay = opt.param_groups
     names = [n for n, _ in m.named_parameters()]
     assert decay["param_names"] == [n for n, p in m.named_parameters() if p.dim() == 2]

@@ -8,7 +8,7 @@ from test_reliability import assert_same_weights, losses
 from test_train import train
 
 from model import Encoder, EncoderConfig
-from optim import LR_SCHEDULES, StableAdamW, scheduled_lr, step_unless
+from optim import LR_SCHEDULES, StableAdamW, configure_optimizers, scheduled_lr, step_unless
 
 
 def stable_adamw_reference(p, grads, lr, betas, eps, wd):
@@ -73,11 +73,11 @@ def small_model() -> Encoder:
 @pytest.mark.parametrize('optimizer', ['adamw', 'stable_adamw'])
 def test_decay_groups_and_the_decoupled_convention(optimizer):
     model = small_model()
-    opt = model.configure_optimizers(0.1, 1e-3, (0.9, 0.98), 'cpu', optimizer=optimizer)
+    opt = configure_optimizers(model, 0.1, 1e-3, (0.9, 0.98), 'cpu', optimizer=optimizer)
     decayed, plain = opt.param_groups
     assert all(p.dim() >= 2 for p in decayed['params']) and all(p.dim() < 2 for p in plain['params'])
     assert plain['params'] and plain['weight_decay'] == 0.0
-    every = model.configure_optimizers(0.1, 1e-3, (0.9, 0.98), 'cpu', optimizer=optimizer, decay_1d=True)
+    every = configure_optimizers(model, 0.1, 1e-3, (0.9, 0.98), 'cpu', optimizer=optimizer, decay_1d=True)
     assert [len(g['params']) for g in every.param_groups] == [len(list(model.parameters()))]
     # with zero gradients only the decay moves the weights: one step at the peak lr shrinks them by exactly
     # (1 - lr * wd) with torch's convention, so train.py's wd / learning_rate gives the decoupled (1 - wd)
@@ -86,7 +86,7 @@ def test_decay_groups_and_the_decoupled_convention(optimizer):
     for p in model.parameters():
         p.grad = torch.zeros_like(p)
     peak = 8e-4
-    model.configure_optimizers(1e-5 / peak, peak, (0.9, 0.98), 'cpu', optimizer=optimizer).step()
+    configure_optimizers(model, 1e-5 / peak, peak, (0.9, 0.98), 'cpu', optimizer=optimizer).step()
     torch.testing.assert_close(w.detach(), before * (1 - 1e-5), rtol=0, atol=1e-9)
 
 

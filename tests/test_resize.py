@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from model import IGNORE_INDEX, Encoder, EncoderConfig, gather_vocab_rows
+from optim import configure_optimizers
 
 TOL = 1e-5
 FULL_V = 40
@@ -117,7 +118,7 @@ def test_tied_decoder_stays_tied_through_training():
     m.resize_vocabulary(FULL_V, RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
     assert "decoder.weight" not in dict(m.named_parameters())
     assert m.vocab_parameter_names() == ["model.embeddings.tok_embeddings.weight", "decoder.bias"]
-    opt = m.configure_optimizers(0.1, 1e-2, (0.9, 0.95), "cpu")
+    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), "cpu")
     ids, mask = full_batch()
     m.train()
     for _ in range(2):
@@ -138,7 +139,7 @@ def test_embedding_finetune_mode_freezes_everything_else(arch):
                      else {"model.encoder.weight", "decoder.weight", "decoder.bias"})
     assert {n for n, p in m.named_parameters() if p.requires_grad} == vocab
     before = {n: p.detach().clone() for n, p in m.named_parameters()}
-    opt = m.configure_optimizers(0.1, 1e-2, (0.9, 0.95), "cpu")  # weight decay would move frozen ones too
+    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), "cpu")  # weight decay would move frozen ones too
     ids, mask = full_batch()
     m.train()
     for _ in range(3):
