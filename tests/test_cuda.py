@@ -3,8 +3,8 @@ one graph, the optimizer step (the non-finite skip included) without a host sync
 autocast. Skipped without a GPU (CI has none); run with `python -m pytest -q tests/test_cuda.py` on a GPU machine."""
 import pytest
 import torch
-from test_finetune import learn_good_or_bad
 
+from conftest import learn_good_or_bad
 from mlm import prediction_capacity
 from model import IGNORE_INDEX, Encoder, EncoderConfig
 from optim import configure_optimizers, step_unless

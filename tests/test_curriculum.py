@@ -6,10 +6,9 @@ import shutil
 
 import pytest
 import torch
-from test_reliability import assert_same_weights, losses
-from test_train import read_metrics, train
 
 from checkpoint import load_checkpoint
+from conftest import assert_same_weights, losses, read_metrics, train
 from fill_mask import MaskFiller
 from optim import load_state_by_name
 

@@ -4,13 +4,13 @@ import os
 
 import pytest
 import torch
-from test_train import train
 from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipeline
 
 import export_hf
 import fill_mask
 import prepare
 from checkpoint import load_checkpoint, load_model
+from conftest import train
 from data import documents
 from export_hf import export
 from fill_mask import SENTENCES, MaskFiller

@@ -8,11 +8,9 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
-from test_reliability import assert_same_weights
-from test_train import TINY, read_metrics, train
 
 from checkpoint import load_checkpoint
+from conftest import ROOT, TINY, assert_same_weights, read_metrics, train
 
 # Loaded by every process of the test's torchrun runs. A relaunched rank 0 that starts late, so that the other rank
 # reaches the store first (where it used to find the last attempt's addresses and wait on them forever); and a slow

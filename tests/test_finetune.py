@@ -6,9 +6,9 @@ import types
 
 import numpy as np
 import pytest
-from conftest import run_script
 
 import finetune
+from conftest import learn_good_or_bad, run_script
 from tokenizer import load_tokenizer
 
 
@@ -60,21 +60,6 @@ def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
         assert len(result['per_seed']) == 2 and 0 <= result['value'] <= 1
         assert result['value'] == pytest.approx(np.median([s['accuracy'] for s in result['per_seed']]))
         assert 0 < result['majority_baseline'] < 0.2
-
-
-def learn_good_or_bad(ckpt: str, folder, device: str) -> dict:
-    """finetune.py on a task a tiny model learns in two epochs: does the sentence say good or bad (one token
-    decides), as local JSONL files."""
-    rng = np.random.default_rng(0)
-    words = ['king', 'queen', 'sword', 'crown', 'night', 'storm', 'letter', 'ghost']
-    for split, n in (('train', 320), ('dev', 64)):
-        rows = [{'sentence': f"the {rng.choice(words)} is {'good' if y else 'bad'} today", 'label': ['no', 'yes'][y]}
-                for y in rng.integers(0, 2, n)]
-        (folder / f'{split}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
-    return finetune.main([f'--init_from={ckpt}', '--task=files', f'--train_file={folder / "train.jsonl"}',
-                          f'--validation_file={folder / "dev.jsonl"}', '--text_fields=sentence',
-                          '--learning_rate=3e-3', '--epochs=2', '--batch_size=16', '--pooling=mean',
-                          f'--device={device}'])
 
 
 def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):

@@ -5,11 +5,11 @@ import os
 
 import pytest
 import torch
-from conftest import run_script
 
 import init_guide
 from attention import rope_cos_sin
 from checkpoint import load_checkpoint
+from conftest import run_script
 from hf import load_pretrained, save_pretrained
 from init_guide import guide, keep_units, layer_map, map_layer, pca_projection, student_config
 from model import Encoder, EncoderConfig

@@ -4,9 +4,8 @@ import math
 
 import pytest
 import torch
-from test_reliability import assert_same_weights, losses
-from test_train import train
 
+from conftest import assert_same_weights, losses, train
 from model import Encoder, EncoderConfig
 from optim import LR_SCHEDULES, StableAdamW, configure_optimizers, scheduled_lr, step_unless
 

@@ -3,9 +3,9 @@ import json
 
 import matplotlib.image
 import pytest
-from test_train import read_metrics, train
 
 import plot
+from conftest import read_metrics, train
 
 SCHEDULE = "--schedule=[{'name': 'set_lr', 'value': 5e-4, 'at_iter': 3}]"
 

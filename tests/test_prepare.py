@@ -17,17 +17,13 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import prepare
+from conftest import MODERNBERT_IDS, shakespeare_texts
 from data import documents, shard_paths
-from tokenizer import SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer, package_dir
+from tokenizer import GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer, tokenizer_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SPECIALS = list(range(50256, 50262))  # <|endoftext|> [CLS] [SEP] [MASK] [PAD] [UNK]
 BERT_SPECIALS = dict(cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", pad_token="[PAD]", unk_token="[UNK]")
-
-
-def shakespeare_texts() -> dict[str, str]:
-    folder = package_dir("shksprdata", "") / "texts"
-    return {p.name: p.read_text() for p in sorted(folder.glob("*_gut.txt"))}
 
 
 HAMLET = shakespeare_texts()["hamlet_gut.txt"]
@@ -63,7 +59,7 @@ def shakespeare(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gpt2() -> prepare.Tokenizer:
+def gpt2():  # our gpt2 tokenizer (tokenizer.Tokenizer)
     return load_tokenizer("gpt2")
 
 
@@ -146,12 +142,6 @@ def test_gpt2_round_trip(gpt2):
 
 
 # answerdotai/ModernBERT-base's ids as public test suites pin them
-MODERNBERT_IDS = {
-    "The capital of France is [MASK].": [50281, 510, 5347, 273, 6181, 310, 50284, 15, 50282],
-    "Hello world! This is a test.": [50281, 12092, 1533, 2, 831, 310, 247, 1071, 15, 50282],
-}
-
-
 def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
     tok = load_tokenizer("modernbert")
     assert tok.special_id_map == dict(cls_token_id=50281, sep_token_id=50282, mask_token_id=50284,
@@ -176,22 +166,22 @@ def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
 
 def test_tokenizer_fingerprint_is_what_decides_the_ids(tmp_path):
     gpt2 = gpt2_hf_tokenizer()
-    fingerprint = prepare.tokenizer_fingerprint(gpt2)
+    fingerprint = tokenizer_fingerprint(gpt2)
     assert load_tokenizer("gpt2").fingerprint == fingerprint  # tiktoken's and transformers' gpt2 agree
     gpt2.model_max_length = 17  # settings are not identity
-    assert prepare.tokenizer_fingerprint(gpt2) == fingerprint
+    assert tokenizer_fingerprint(gpt2) == fingerprint
     gpt2.add_tokens(["[new]"])  # one more id is another tokenizer
-    assert prepare.tokenizer_fingerprint(gpt2) != fingerprint
+    assert tokenizer_fingerprint(gpt2) != fingerprint
     swapped = gpt2_hf_tokenizer()
     swapped.mask_token = "[UNK]"  # the same vocabulary with another [MASK] id
-    assert prepare.tokenizer_fingerprint(swapped) != fingerprint
+    assert tokenizer_fingerprint(swapped) != fingerprint
 
 
 def test_gpt2_hashes_are_the_ones_tiktoken_pins():
     import tiktoken_ext.openai_public
     source = inspect.getsource(tiktoken_ext.openai_public.gpt2)
-    assert f'vocab_bpe_hash="{prepare.GPT2_FILES["vocab.bpe"]}"' in source
-    assert f'encoder_json_hash="{prepare.GPT2_FILES["encoder.json"]}"' in source
+    assert f'vocab_bpe_hash="{GPT2_FILES["vocab.bpe"]}"' in source
+    assert f'encoder_json_hash="{GPT2_FILES["encoder.json"]}"' in source
 
 
 def test_hf_tokenizer_path(tmp_path):

@@ -9,24 +9,9 @@ import time
 
 import pytest
 import torch
-from conftest import ROOT, run_script
-from test_train import TINY, read_metrics, train
 
 from checkpoint import load_checkpoint, save_checkpoint
-
-
-def losses(out_dir, start: int = 0) -> dict:
-    return {m['iter']: m['loss'] for m in read_metrics(out_dir) if 'loss' in m and m['iter'] >= start}
-
-
-def assert_same_weights(a, b, exact=True):
-    wa, wb = load_checkpoint(str(a / 'ckpt.pt'))['model'], load_checkpoint(str(b / 'ckpt.pt'))['model']
-    assert wa.keys() == wb.keys()
-    for k in wa:
-        if exact:
-            assert torch.equal(wa[k], wb[k]), k
-        else:
-            torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-6)
+from conftest import ROOT, TINY, assert_same_weights, losses, read_metrics, run_script, train
 
 
 def test_resume_is_bit_exact(data_root, tmp_path):

@@ -5,15 +5,13 @@ import shutil
 
 import pytest
 import torch
-from conftest import run_script
-from test_prepare import MODERNBERT_IDS, shakespeare_texts
-from test_train import train
 from transformers import AutoTokenizer, pipeline
 
 import export_hf
 import init_guide
 import prepare
 from checkpoint import load_checkpoint, save_checkpoint
+from conftest import MODERNBERT_IDS, run_script, shakespeare_texts, train
 from fill_mask import MaskFiller
 from hf import load_pretrained, save_pretrained
 from model import Encoder, EncoderConfig

@@ -1,40 +1,20 @@
 """train.py end to end on the embedded corpus: the demo learns, accumulation is exact, init_from forms."""
-import json
-import os
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_script
 
 import runlog
 from checkpoint import load_checkpoint
+from conftest import read_metrics, run_script, train
 from fill_mask import MaskFiller
 from hf import save_pretrained
 from mlm import micro_batch_loss
 from model import IGNORE_INDEX, Encoder, EncoderConfig
 from tokenizer import gpt2_hf_tokenizer
 
+
 # a tiny ModernBERT: 3 layers so both global (0) and local (1, 2) layers run, window 16 < block 64
-TINY = ['--hidden_size=32', '--intermediate_size=64', '--num_hidden_layers=3', '--num_attention_heads=2',
-        '--local_attention=16', '--block_size=64', '--batch_size=4', '--eval_iters=2', '--log_interval=1',
-        '--device=cpu', '--dtype=float32', '--compile=False', '--warmup_iters=2', '--learning_rate=1e-3',
-        '--min_lr=1e-4']
-
-
-def train(data_root, out_dir, *args, check=True):
-    """train.py with the TINY model; config files in args come first so that the overrides win."""
-    files = [a for a in args if not a.startswith('--')]
-    overrides = [a for a in args if a.startswith('--')]
-    return run_script('train.py', *files, *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *overrides,
-                      check=check)
-
-
-def read_metrics(out_dir) -> list[dict]:
-    with open(os.path.join(out_dir, 'metrics.jsonl')) as f:
-        return [json.loads(line) for line in f]
-
-
 def test_demo_config_learns_and_its_checkpoint_reloads(data_root, tmp_path):
     out = tmp_path / 'demo'
     run_script('train.py', 'config/demo_cpu.py', f'--data_root={data_root}', f'--out_dir={out}',
