@@ -9,6 +9,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 import json  # noqa: E402
+import runpy  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -55,12 +57,37 @@ TINY = ['--hidden_size=32', '--intermediate_size=64', '--num_hidden_layers=3', '
         '--min_lr=1e-4']
 
 
-def train(data_root, out_dir, *args, check=True):
-    """train.py with the TINY model; config files in args come first so that the overrides win."""
+def train_args(data_root, out_dir, *args) -> list[str]:
+    """train.py's arguments for the TINY model; config files in args come first so that the overrides win."""
     files = [a for a in args if not a.startswith('--')]
     overrides = [a for a in args if a.startswith('--')]
-    return run_script('train.py', *files, *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *overrides,
-                      check=check)
+    return [*files, *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *overrides]
+
+
+def train(data_root, out_dir, *args, check=True):
+    """train.py with the TINY model, in a new process."""
+    return run_script('train.py', *train_args(data_root, out_dir, *args), check=check)
+
+
+def stop_in_process(script: str, *args: str) -> str:
+    """Run a top-level script in this process, as `python script args` would from the repo root, and return the
+    one-line message it stops with (a script's bad input ends in SystemExit(message), which the interpreter prints
+    as the only line on stderr with exit status 1). This skips a new interpreter's seconds of imports; a script that
+    does not stop that way fails the test."""
+    saved = sys.argv, os.getcwd(), {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    sys.argv = [script, *args]
+    os.chdir(ROOT)
+    try:
+        runpy.run_path(script, run_name='__main__')
+    except SystemExit as e:
+        assert isinstance(e.code, str), f"{script} exited with status {e.code!r}, not with a message"
+        return e.code
+    finally:
+        sys.argv = saved[0]
+        os.chdir(saved[1])
+        for s, handler in saved[2].items():
+            signal.signal(s, handler)
+    raise AssertionError(f"{script} {' '.join(args)} ran to the end instead of stopping")
 
 
 def read_metrics(out_dir) -> list[dict]:

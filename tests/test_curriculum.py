@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint
-from conftest import assert_same_weights, losses, read_metrics, train
+from conftest import assert_same_weights, losses, read_metrics, stop_in_process, train, train_args
 from fill_mask import MaskFiller
 from optim import load_state_by_name
 
@@ -158,8 +158,8 @@ def test_training_phases_change_the_step_and_resume_exactly(data_root, tmp_path)
         assert_same_weights(tmp_path / 'full', out)
     # a block size beyond the model's positions stops before the first step
     path.write_text(json.dumps([{'name': 'set_block_size', 'value': 256, 'at_iter': 2}]))
-    result = train(data_root, tmp_path / 'long', *args, check=False)
-    assert result.returncode != 0 and 'block_size=256 exceeds max_position_embeddings=128' in result.stderr
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'long', *args))
+    assert 'block_size=256 exceeds max_position_embeddings=128' in message
 
 
 BAD_SCHEDULES = {
@@ -186,10 +186,8 @@ def test_schedule_validation(case, data_root, tmp_path):
     path.write_text(json.dumps(schedule))
     remap_file = f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt'
     remap = [] if case == 'remapping without a file' else [remap_file]
-    result = train(data_root, tmp_path / 'out', *remap, f'--schedule={path}', check=False)
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith('train.py: schedule:') and expected in lines[0], result.stderr
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out', *remap, f'--schedule={path}'))
+    assert len(message.splitlines()) == 1 and message.startswith('train.py: schedule:') and expected in message
     assert not (tmp_path / 'out').exists()
 
 

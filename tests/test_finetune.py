@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import finetune
-from conftest import learn_good_or_bad, run_script
+from conftest import learn_good_or_bad, run_script, stop_in_process
 from tokenizer import load_tokenizer
 
 
@@ -114,9 +114,8 @@ def test_bad_input_gets_one_line(case, ckpt, tmp_path):
     (tmp_path / 'b.jsonl').write_text('{"text": "to be", "label": "maybe"}\n')
     (tmp_path / 'c.jsonl').write_text('{"text": "to be", "lab\n')
     args, message = REFUSALS[case]
-    result = run_script('finetune.py', f'--init_from={ckpt}', *[a.format(tmp=tmp_path) for a in args], check=False)
-    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert message in result.stderr
+    stop = stop_in_process('finetune.py', f'--init_from={ckpt}', *[a.format(tmp=tmp_path) for a in args])
+    assert len(stop.splitlines()) == 1 and message in stop, stop
 
 
 def test_a_model_without_a_tokenizer_is_refused(ckpt, tmp_path):
@@ -124,5 +123,4 @@ def test_a_model_without_a_tokenizer_is_refused(ckpt, tmp_path):
     bare = torch.load(ckpt, weights_only=True)
     del bare['tokenizer']
     torch.save(bare, tmp_path / 'bare.pt')
-    result = run_script('finetune.py', f'--init_from={tmp_path / "bare.pt"}', check=False)
-    assert result.returncode == 1 and 'records no tokenizer' in result.stderr.strip()
+    assert 'records no tokenizer' in stop_in_process('finetune.py', f'--init_from={tmp_path / "bare.pt"}')
