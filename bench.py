@@ -545,9 +545,6 @@ def step_rows(args: SimpleNamespace) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__ + "\nOptions (--key=value): " + ", ".join(DEFAULTS))
-        return []
     args = parse_args(argv)
     if args.optimizer:
         rows = [r for shape in args.shapes for r in optimizer_rows(shape, args)]

@@ -112,10 +112,10 @@ def plot(out_dir: str, out: str | None = None, x: str = "iter") -> str:
 
 
 def main(argv: list[str]) -> None:
-    dirs = [a for a in argv if not a.startswith("--")]
+    cfg = configure(DEFAULTS, [a for a in argv if a.startswith("-")])
+    dirs = [a for a in argv if not a.startswith("-")]
     if len(dirs) != 1:
         fail("usage: python plot.py OUT_DIR [--x=iter|tokens] [--out=PATH.png]")
-    cfg = configure(DEFAULTS, [a for a in argv if a.startswith("--")])
     print(f"wrote {plot(dirs[0], cfg['out'], cfg['x'])}")
 
 

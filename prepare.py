@@ -448,9 +448,6 @@ def parse_args(argv: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Run prepare.py with these arguments; 0 on success, SystemExit with a one-line reason on bad input."""
     argv = sys.argv[1:] if argv is None else argv
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        return 0
     cfg = parse_args(argv)
     # every check comes before the first write, so bad input leaves existing outputs untouched
     tok = None if cfg["train_tokenizer"] else checked_tokenizer(cfg["tokenizer"], cfg["shrink_vocab"])

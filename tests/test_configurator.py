@@ -1,8 +1,11 @@
 import json
+import runpy
+import sys
 
 import pytest
 
 from configurator import configure
+from conftest import ROOT
 
 DEFAULTS = dict(batch_size=16, learning_rate=6e-4, compile=False, out_dir='out', init_from='scratch',
                 max_iters=100, peak_flops=None, schedule=[], model_overrides={})
@@ -82,3 +85,38 @@ def test_list_from_json_file(tmp_path):
     assert run(f'--schedule={path}')['schedule'] == [{'name': 'set_mask_rate', 'value': 0.15, 'at_iter': 3}]
     path.write_text('[{')
     assert 'invalid JSON' in error_of(f'--schedule={path}')
+
+
+HELP = {  # a knob of each script with its default, and words of the comment beside it
+    'train.py': ("--weight_decay_convention='torch'", "Composer's convention"),
+    'prepare.py': ('--shard_tokens=1073741824', 'each token file holds at most'),
+    'finetune.py': ("--pooling='cls'", "'cls' | 'mean'"),
+    'init_guide.py': ('--overwrite=False', 'allow replacing an existing --out'),
+    'export_hf.py': ('--ckpt=None', '<out_dir>/ckpt.pt'),
+    'fill_mask.py': ('--top_k=5', None),
+    'bench.py': ('--quick=False', 'ModernBERT-small at block 512'),
+    'plot.py': ("--x='iter'", "'iter' | 'tokens'"),
+}
+
+
+@pytest.mark.parametrize('script', HELP)
+def test_help_prints_every_knob_with_its_default_and_comment(script, capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', [script, '--help'])
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as stop:
+        runpy.run_path(script, run_name='__main__')
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    knob, comment = HELP[script]
+    line = next(line for line in out.splitlines() if line.strip().startswith(knob))
+    assert comment is None or comment in line, line
+
+
+def test_train_py_knobs_are_its_settings_not_its_imports(capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', ['train.py', '--help'])
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit):
+        runpy.run_path('train.py', run_name='__main__')
+    knobs = [line.split('=')[0].strip() for line in capsys.readouterr().out.splitlines() if line.startswith('  --')]
+    assert '--rare_token_id' in knobs and '--IGNORE_INDEX' not in knobs and '--DROPOUT' not in knobs
+    assert len(knobs) == len(set(knobs)) > 60
