@@ -158,7 +158,6 @@ def register_neobert() -> None:
     class known here it does not ask to trust the folder's copy of the modeling file."""
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
     from hf_neobert.modeling_neobert import NeoBERTConfig
     if "neobert" not in CONFIG_MAPPING:
         AutoConfig.register("neobert", NeoBERTConfig)

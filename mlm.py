@@ -29,7 +29,7 @@ def _to_device(x: torch.Tensor, device: str) -> torch.Tensor:
 
 def get_windows(paths: list[str], dtype: str, batch_size: int, block_size: int, gen: torch.Generator,
                 device: str) -> torch.Tensor:
-    """batch_size random windows of block_size tokens from a split's token files (prepare.shard_paths), on device
+    """batch_size random windows of block_size tokens from a split's token files (data.shard_paths), on device
     (nanoGPT's get_batch). A window lies within one file; each start is drawn uniformly over all of them."""
     # a fresh memmap per batch avoids the memory leak of a long-lived one
     files = [np.memmap(p, dtype=dtype, mode='r') for p in paths]
