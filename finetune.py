@@ -32,14 +32,15 @@ import torch.nn.functional as F
 
 from checkpoint import load_model
 from configurator import check_at_least, check_choices, configure, fail, first_line
-from data import shakespeare_works
+from data import shakespeare_split
 from model import Encoder
 from optim import weight_decay_groups
 from tokenizer import Tokenizer, load_recorded_tokenizer
 
 DEFAULTS = dict(
     init_from='out/ckpt.pt',  # a checkpoint .pt, an exported or Hugging Face folder, or 'hf:<hub id>'
-    task='shakespeare_works',  # 'shakespeare_works' | 'glue/<name>' (GLUE_TASKS) | 'files' (train_file, ...)
+    # 'shakespeare_works' | 'shakespeare_lines' (both built in, offline) | 'glue/<name>' (GLUE_TASKS) | 'files'
+    task='shakespeare_works',
     train_file=None,  # task=files: .jsonl, .csv or .tsv with a header
     validation_file=None,
     text_fields=['text'],  # task=files: one field, or two for sentence pairs
@@ -47,7 +48,8 @@ DEFAULTS = dict(
     passage_chars=400,  # shakespeare_works: the length of a passage
     pooling='cls',  # 'cls' | 'mean'
     from_scratch=False,  # the baseline: init_from's architecture and tokenizer with random weights
-    learning_rate=5e-5,
+    probe=False,  # a linear probe: the encoder frozen, only a linear layer on the pooled state trains
+    learning_rate=[5e-5],  # one value, or a grid (--learning_rate=1e-4,3e-4,1e-3): the best median is the result
     weight_decay=0.01,
     warmup_fraction=0.1,  # of the steps; then linear decay to 0
     epochs=3,
@@ -62,6 +64,7 @@ DEFAULTS = dict(
     wandb_log=False,
     wandb_project='nanobert-finetune',
     wandb_run_name='finetune',
+    zero_shot_tokens=4096,  # the MLM's own scores on this many tokens of the held-out works (0: none)
     out=None,  # write the result as JSON here
 )
 
@@ -143,18 +146,47 @@ class Task:
 
 
 def shakespeare_works_task(passage_chars: int) -> Task:
-    """Which work a passage of passage_chars characters comes from. Each work is cut into consecutive passages that
-    share no text; every tenth goes to validation, so both splits cover every part of every work. Works of fewer
-    than 20 passages (at 400 characters: The Phoenix and the Turtle) are left out."""
-    # line breaks and stage indentation are layout, not content
-    works = {name: ' '.join(text.split()) for name, text in shakespeare_works().items()}
-    works = {name: text for name, text in works.items() if len(text) >= 20 * passage_chars}
+    """Which work a passage of passage_chars characters comes from, over the works pre-training trains on (the
+    held-out ones are left for the zero-shot scores). Each work is cut into consecutive passages that share no text;
+    every tenth goes to validation, so both splits cover every part of every work. The text keeps its line breaks,
+    as pre-training reads it. Works of fewer than 20 passages (at 400 characters: The Phoenix and the Turtle) are
+    left out."""
+    works = {name: text for name, text in shakespeare_split()[0].items() if len(text) >= 20 * passage_chars}
     train, val = [], []
     for label, text in enumerate(works.values()):
         for i in range(len(text) // passage_chars):
             example = ((text[i * passage_chars:(i + 1) * passage_chars],), label)
             (val if i % 10 == 9 else train).append(example)
     return Task('shakespeare_works', train, {'validation': val}, len(works), ('accuracy',), list(works))
+
+
+def verse_lines(paragraph: str) -> list[str]:
+    """The spoken lines of a paragraph: no speaker names (upper case), stage directions ([...]) or short lines."""
+    lines = [line.strip() for line in paragraph.split('\n')]
+    return [line for line in lines if len(line) >= 20 and not line.startswith('[') and not line.isupper()]
+
+
+def shakespeare_lines_task() -> Task:
+    """Does the second line follow the first? Pairs of lines from the works pre-training trains on: half of them a
+    line and the next line of the same speech, half a line and a line from elsewhere in the same work, so names and
+    vocabulary do not give the answer; given as one text, the lines joined by a line break, as pre-training reads
+    them. Speeches (paragraphs) alternate between the splits by position, every tenth to validation, and a pair's
+    other line comes from its own split."""
+    rng = np.random.default_rng(0)
+    train, val = [], []
+    for text in shakespeare_split()[0].values():
+        speeches = [(verse_lines(p), i % 10 == 9) for i, p in enumerate(text.split('\n\n'))]
+        for held_out in (False, True):
+            pool = [line for lines, v in speeches if v == held_out for line in lines]
+            for lines, v in speeches:
+                if v != held_out:
+                    continue
+                for a, b in zip(lines, lines[1:]):
+                    follows = bool(rng.random() < 0.5)
+                    other = b if follows else pool[rng.integers(len(pool))]
+                    if other != b or follows:
+                        (val if held_out else train).append(((a + '\n' + other,), int(follows)))
+    return Task('shakespeare_lines', train, {'validation': val}, 2, ('accuracy',), ['elsewhere', 'next'])
 
 
 def glue_task(name: str) -> Task:
@@ -225,23 +257,27 @@ def files_task(cfg: dict) -> Task:
 def load_task(cfg: dict) -> Task:
     if cfg['task'] == 'shakespeare_works':
         return shakespeare_works_task(cfg['passage_chars'])
+    if cfg['task'] == 'shakespeare_lines':
+        return shakespeare_lines_task()
     if cfg['task'].startswith('glue/'):
         return glue_task(cfg['task'][5:])
     if cfg['task'] == 'files':
         return files_task(cfg)
-    fail(f"unknown task '{cfg['task']}'; use shakespeare_works, glue/<name> or files")
+    fail(f"unknown task '{cfg['task']}'; use shakespeare_works, shakespeare_lines, glue/<name> or files")
 
 
 # the model -----------------------------------------------------------------------------------------------------------
 
 class SequenceClassifier(nn.Module):
-    """An encoder with a classification (or, with one label, regression) head on [CLS] or the mean of the tokens."""
+    """An encoder with a classification (or, with one label, regression) head on [CLS] or the mean of the tokens;
+    with probe, the encoder is frozen and the head is the linear classifier alone."""
 
-    def __init__(self, encoder: Encoder, num_labels: int, pooling: str, dropout: float):
+    def __init__(self, encoder: Encoder, num_labels: int, pooling: str, dropout: float, probe: bool = False):
         super().__init__()
         hidden = encoder.config.hidden_size
-        self.encoder, self.pooling = encoder, pooling
-        self.head = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden), nn.Dropout(dropout))
+        self.encoder, self.pooling = encoder.requires_grad_(not probe), pooling
+        head = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden), nn.Dropout(dropout))
+        self.head = nn.Identity() if probe else head
         self.classifier = nn.Linear(hidden, num_labels)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -305,13 +341,21 @@ def scores(task: Task, predictions: dict, gold: dict) -> dict:
             for i, split in enumerate(task.evals) for name in task.metrics}
 
 
-def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int, run=None) -> dict:
-    """Fine-tune a copy of encoder (random weights of its architecture with from_scratch) with a new head; the
-    scores after each epoch, the last one being the result."""
+def starting_encoder(cfg: dict, encoder: Encoder, seed: int) -> Encoder:
+    """What a seed starts from: a copy of encoder, or with from_scratch random weights of its architecture (the
+    seed's own draw)."""
     torch.manual_seed(seed)
-    encoder = Encoder(encoder.config) if cfg['from_scratch'] else copy.deepcopy(encoder)
-    model = SequenceClassifier(encoder, task.num_labels, cfg['pooling'], cfg['classifier_dropout']).to(cfg['device'])
-    optimizer = torch.optim.AdamW(weight_decay_groups(model, cfg['weight_decay']), lr=cfg['learning_rate'])
+    return Encoder(encoder.config) if cfg['from_scratch'] else copy.deepcopy(encoder)
+
+
+def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int, lr: float,
+             run=None) -> dict:
+    """Fine-tune (or probe) encoder's starting weights with a new head at learning rate lr; the scores after each
+    epoch, the last one being the result."""
+    encoder = starting_encoder(cfg, encoder, seed)
+    model = SequenceClassifier(encoder, task.num_labels, cfg['pooling'], cfg['classifier_dropout'], cfg['probe'])
+    model.to(cfg['device'])
+    optimizer = torch.optim.AdamW(weight_decay_groups(model, cfg['weight_decay']), lr=lr)
     ids, labels = data['train']
     steps = math.ceil(len(ids) / cfg['batch_size']) * cfg['epochs']
     warmup = int(cfg['warmup_fraction'] * steps)
@@ -334,15 +378,38 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
             step += 1
             if step % cfg['log_interval'] == 0 or step == steps:
                 eta = (time.time() - t0) / step * (steps - step)
-                print(f"seed {seed}, epoch {epoch}, step {step}/{steps}: loss {loss.item():.4f}, "
+                print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}, step {step}/{steps}: loss {loss.item():.4f}, "
                       f"lr {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min")
         predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
                        for split, (split_ids, _) in data['evals'].items()}
         history.append(scores(task, predictions, {split: gold for split, (_, gold) in data['evals'].items()}))
-        print(f"seed {seed}, epoch {epoch}: " + ", ".join(f"{k} {v:.4f}" for k, v in history[-1].items()))
+        print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}: " + ", ".join(f"{k} {v:.4f}" for k, v in history[-1].items()))
         if run is not None:  # a wandb run
             run.log({'epoch': epoch, **history[-1]}, step=step)
     return history[-1]
+
+
+@torch.no_grad()
+def zero_shot(encoder: Encoder, tok: Tokenizer, max_tokens: int, max_length: int, device: str) -> dict:
+    """The MLM's own scores, no fine-tuning, on the first max_tokens tokens of the works prepare.py holds out of
+    pre-training: each token masked alone in turn (Salazar et al. 2020), windows of max_length tokens. Returns the
+    share predicted right (masked-token accuracy) and the mean log-probability of the right token (pseudo-log-
+    likelihood per token, in nats)."""
+    ids = tok.encode_ordinary('\n\n'.join(shakespeare_split()[1].values()))[:max_tokens]
+    room, correct, log_prob = max_length - 2, 0, 0.0
+    encoder.to(device).eval()
+    for start in range(0, len(ids), room):
+        window = torch.tensor([tok.cls_token_id, *ids[start:start + room], tok.sep_token_id], device=device)
+        rows = torch.arange(len(window) - 2, device=device)
+        x = window.repeat(len(rows), 1)
+        x[rows, rows + 1] = tok.mask_token_id  # row r masks the token at position r + 1
+        with autocast(device):
+            h = encoder.encode(x)[rows, rows + 1]
+            logits = encoder.decoder(encoder.head(h)).float()
+        target = window[1:-1]
+        correct += int((logits.argmax(-1) == target).sum())
+        log_prob += float(logits.log_softmax(-1).gather(1, target[:, None]).sum())
+    return dict(masked_accuracy=correct / len(ids), pseudo_log_likelihood=log_prob / len(ids), tokens=len(ids))
 
 
 def sample(examples: list, limit: int | None) -> list:
@@ -358,8 +425,10 @@ def check(cfg: dict) -> None:
     check_at_least(cfg, dict(epochs=1, batch_size=1, log_interval=1))
     if cfg['max_length'] < 4:
         fail(f"max_length={cfg['max_length']} leaves no room for text; use 128 or more")
-    if cfg['learning_rate'] <= 0 or not 0 <= cfg['warmup_fraction'] < 1:
-        fail("learning_rate must be > 0 and warmup_fraction in [0, 1)")
+    if not cfg['learning_rate'] or not all(isinstance(lr, (int, float)) and lr > 0 for lr in cfg['learning_rate']):
+        fail(f"learning_rate={cfg['learning_rate']}: give numbers > 0, e.g. --learning_rate=1e-4,3e-4,1e-3")
+    if not 0 <= cfg['warmup_fraction'] < 1:
+        fail("warmup_fraction must be in [0, 1)")
     if not cfg['seeds'] or not all(isinstance(s, int) for s in cfg['seeds']):
         fail(f"seeds={cfg['seeds']}: give integers, e.g. --seeds=0,1,2")
 
@@ -385,25 +454,41 @@ def main(argv: list[str]) -> dict:
           + ", ".join(f"{len(v)} {k}" for k, v in task.evals.items())
           + f", {task.num_labels if task.num_labels > 1 else 'regression'} labels"
           + (f", majority baseline {task.metrics[0]} {baseline:.4f}" if baseline is not None else "")
-          + f"; {'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}, "
+          + f"; {'a linear probe of ' if cfg['probe'] else ''}"
+          f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}, "
           f"{encoder.get_num_params() / 1e6:.2f}M parameters")
-    per_seed = []
-    for seed in cfg['seeds']:
-        run = None
-        if cfg['wandb_log']:
-            import wandb
-            run = wandb.init(project=cfg['wandb_project'], name=f"{cfg['wandb_run_name']}-seed{seed}", config=cfg)
-        per_seed.append(finetune(cfg, task, encoder, data, tok.pad_token_id, seed, run))
-        if run is not None:
-            run.finish()
-    medians = {k: statistics.median(s[k] for s in per_seed) for k in per_seed[0]}
+    grid = {}
+    for lr in cfg['learning_rate']:
+        per_seed = []
+        for seed in cfg['seeds']:
+            run = None
+            if cfg['wandb_log']:
+                import wandb
+                run = wandb.init(project=cfg['wandb_project'], name=f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}",
+                                 config=cfg)
+            per_seed.append(finetune(cfg, task, encoder, data, tok.pad_token_id, seed, lr, run))
+            if run is not None:
+                run.finish()
+        grid[lr] = dict(metrics={k: statistics.median(s[k] for s in per_seed) for k in per_seed[0]},
+                        per_seed=per_seed)
+    best = max(grid, key=lambda lr: grid[lr]['metrics'][task.metrics[0]])
+    medians = grid[best]['metrics']
+    zero = None
+    if cfg['zero_shot_tokens']:
+        zero = zero_shot(starting_encoder(cfg, encoder, cfg['seeds'][0]), tok, cfg['zero_shot_tokens'],
+                         cfg['max_length'], cfg['device'])
     result = dict(task=task.name, metric=task.metrics[0], value=medians[task.metrics[0]], metrics=medians,
-                  per_seed=per_seed, seeds=cfg['seeds'], majority_baseline=baseline, init_from=cfg['init_from'],
-                  from_scratch=cfg['from_scratch'], pooling=cfg['pooling'], learning_rate=cfg['learning_rate'],
+                  per_seed=grid[best]['per_seed'], seeds=cfg['seeds'], learning_rate=best,
+                  grid={f'{lr:g}': g['metrics'][task.metrics[0]] for lr, g in grid.items()},
+                  majority_baseline=baseline, zero_shot=zero, init_from=cfg['init_from'],
+                  from_scratch=cfg['from_scratch'], probe=cfg['probe'], pooling=cfg['pooling'],
                   epochs=cfg['epochs'], batch_size=cfg['batch_size'], max_length=cfg['max_length'],
                   train_examples=len(task.train))
-    print(f"{task.name}: {task.metrics[0]} {result['value']:.4f} (median of {len(per_seed)} seed(s))"
-          + (f", majority baseline {baseline:.4f}" if baseline is not None else ""))
+    print(f"{task.name}: {task.metrics[0]} {result['value']:.4f} (median of {len(cfg['seeds'])} seed(s)"
+          + (f", best of learning rates {', '.join(result['grid'])}" if len(grid) > 1 else "") + ")"
+          + (f", majority baseline {baseline:.4f}" if baseline is not None else "")
+          + (f"; zero-shot on held-out text: masked-token accuracy {zero['masked_accuracy']:.4f}, "
+             f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}" if zero else ""))
     if cfg['out']:
         Path(cfg['out']).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg['out'] + '.tmp').write_text(json.dumps(result, indent=2) + '\n')

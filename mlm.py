@@ -105,6 +105,18 @@ class TokenSpace:
         self.random_ids = torch.nonzero(~special).squeeze(1).to(device)
 
 
+def unigram_logits(counts: np.ndarray, space: TokenSpace, full_to_shrunk: torch.Tensor | None = None) -> torch.Tensor:
+    """Log-frequencies [space.size] of the tokens MLM predicts (non-special ones, counted in train.bin; in a shrunken
+    space RARE gets the count of every token it stands for), add-one smoothed; special tokens, never predicted, get
+    the floor of an unseen token. As the decoder's initial bias, they make the untrained model predict the unigram
+    distribution, so training need not grow that prior out of its weights."""
+    counts = torch.as_tensor(counts, dtype=torch.float64)
+    if full_to_shrunk is not None:
+        counts = torch.zeros(space.size, dtype=torch.float64).index_add_(0, full_to_shrunk.cpu(), counts)
+    counts = counts.masked_fill(space.special.cpu(), 0) + 1
+    return (counts / counts.sum()).log().float()
+
+
 def mask_tokens(x: torch.Tensor, space: TokenSpace, rate: float, mask_token_prob: float, random_token_prob: float,
                 gen: torch.Generator, full_to_shrunk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """MLM corruption. Each non-special token is selected with probability `rate`; a selected token becomes

@@ -47,7 +47,7 @@ import torch
 from tqdm import tqdm
 
 from configurator import configure, fail, first_line
-from data import documents, shard_names, shard_paths, token_dtype
+from data import documents, shard_names, shard_paths, split_documents, token_dtype
 from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokenizer
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
@@ -126,19 +126,6 @@ def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
           f" on {int((~is_val).sum())} train documents in {time.perf_counter() - t0:.1f}s: "
           f"{folder}")
     return folder
-
-
-def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
-    """Boolean mask of validation documents: the round(val_fraction * n) (at least one) documents whose text has the
-    smallest sha256, and every copy of them (a repeated document is never on both sides). Depends only on the texts,
-    not on file order or paths."""
-    n_val = max(1, round(val_fraction * len(doc_hashes)))
-    last = sorted(doc_hashes)[n_val - 1] if n_val < len(doc_hashes) else None
-    is_val = np.array([h <= last for h in doc_hashes]) if last is not None else None
-    if is_val is None or is_val.all():
-        fail(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
-             f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
-    return is_val
 
 
 # tokenization --------------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import signal
 import threading
 from contextlib import nullcontext
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -25,7 +26,7 @@ from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_valu
 from data import load_dataset, shard_paths
 from distributed import all_reduce, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
-                 prediction_counts, seed_for)
+                 prediction_counts, seed_for, unigram_logits)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
 from optim import LR_SCHEDULES, configure_optimizers, scheduled_lr, step_unless
 from runlog import RunLog, StepClock
@@ -79,6 +80,9 @@ local_rope_theta = None
 dropout = 0.0  # every dropout of the model
 attn_implementation = 'auto'  # 'auto' (FlexAttention when training on CUDA) | 'sdpa' | 'flex'; see model.EncoderConfig
 model_overrides = {}  # any other EncoderConfig field, e.g. {'norm_eps': 1e-6}
+# a new model's decoder bias: 'unigram' (the log-frequencies of train.bin's tokens, so it starts out predicting the
+# unigram distribution) | 'zeros' (transformers' init)
+decoder_bias_init = 'unigram'
 # optimizer
 optimizer_name = 'adamw'  # 'adamw' | 'stable_adamw' (AdamW with per-tensor update clipping: ModernBERT's, optim.py)
 learning_rate = 8e-4
@@ -124,7 +128,7 @@ config = {k: globals()[k] for k in config_keys}
 check_choices(config, dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqrt'),
                            dtype=('float32', 'bfloat16', 'float16'), attn_implementation=ATTN_IMPLEMENTATIONS,
                            wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
-                           weight_decay_convention=('torch', 'decoupled')))
+                           weight_decay_convention=('torch', 'decoupled'), decoder_bias_init=('unigram', 'zeros')))
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
     fail("mask_rate and eval_mask_rate must be in (0, 1)")
 if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
@@ -213,6 +217,10 @@ if init_from != 'resume' and not overwrite and not eval_only and not auto_resume
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
     model = Encoder(scratch_config(config, remap if remap is not None else meta, curriculum.space()[1].size))
+    if decoder_bias_init == 'unigram' and model.decoder.bias is not None:
+        with torch.no_grad():
+            model.decoder.bias.copy_(unigram_logits(np.load(os.path.join(data_dir, 'counts.npy')),
+                                                    curriculum.space()[1], curriculum.space()[0]))
 elif init_from.startswith('hf:'):
     _loaded = load_model(init_from)
     require_same_tokenizer(_loaded.tokenizer, data_tokenizer(meta), f"the model {init_from[3:]}",

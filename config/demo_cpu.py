@@ -13,6 +13,7 @@ num_attention_heads = 4
 local_attention = 64  # layers 1 and 2 see 32 tokens each side; 0 and 3 are global
 
 block_size = 128
+pack_documents = True  # every window starts with [CLS], as fine-tuning reads it (ModernBERT packs documents too)
 batch_size = 16
 gradient_accumulation_steps = 1
 

@@ -1,5 +1,6 @@
-"""finetune.py: the metrics against known values, the built-in shakespeare_works task end to end, a local JSONL task
-that a tiny model must learn, GLUE's task table through a stand-in for `datasets`, and the refusals."""
+"""finetune.py: the metrics against known values, the built-in tasks (shakespeare_works end to end, shakespeare_lines
+by probe over a learning-rate grid), the zero-shot MLM scores, a local JSONL task that a tiny model must learn, GLUE's
+task table through a stand-in for `datasets`, and the refusals."""
 import json
 import sys
 import types
@@ -8,8 +9,11 @@ import numpy as np
 import pytest
 
 import finetune
+from checkpoint import load_model
 from conftest import learn_good_or_bad, run_script, stop_in_process
-from tokenizer import load_tokenizer
+from data import shakespeare_split
+from model import Encoder
+from tokenizer import load_recorded_tokenizer, load_tokenizer
 
 
 def test_metrics_against_known_values():
@@ -35,6 +39,38 @@ def test_shakespeare_works_split_shares_no_text():
     train_text = '\n'.join(texts[0] for texts, _ in task.train)
     assert not any(texts[0] in train_text for texts, _ in val[::50])  # passages are disjoint slices of each work
     assert 0 < task.majority_baseline() < 0.05
+    assert not {'winters_tale', 'passionate_pilgrim'} & set(task.label_names)  # held out of pre-training
+    assert all('\n' in texts[0] for texts, _ in task.train[:100])  # line breaks kept, as pre-training reads them
+
+
+def test_shakespeare_lines_pairs_a_line_with_the_next_or_with_one_from_its_own_work():
+    task = finetune.shakespeare_lines_task()
+    val = task.evals['validation']
+    assert task.num_labels == 2 and len(val) == pytest.approx(len(task.train) / 9, rel=0.15)
+    assert np.mean([y for _, y in task.train]) == pytest.approx(0.5, abs=0.02)
+    works = shakespeare_split()[0].values()
+    for (text,), follows in task.train[::2000] + val[::500]:
+        first, second = text.split('\n')
+        (work,) = [w for w in works if first in w]
+        assert second in work and (first + '\n' + second in work) == bool(follows)
+    train_text = {line for (text,), _ in task.train for line in text.split('\n')}
+    assert not any(text.split('\n')[0] in train_text for (text,), _ in val[::50])
+
+
+def test_a_probe_trains_only_its_linear_layer(ckpt):
+    encoder = load_model(ckpt).model
+    model = finetune.SequenceClassifier(encoder, 3, 'mean', 0.1, probe=True)
+    assert [n for n, p in model.named_parameters() if p.requires_grad] == ['classifier.weight', 'classifier.bias']
+
+
+def test_zero_shot_scores_a_trained_mlm_above_random_weights(ckpt):
+    loaded = load_model(ckpt)
+    tok = load_recorded_tokenizer(loaded.tokenizer, ckpt)
+    trained = finetune.zero_shot(loaded.model, tok, 300, 64, 'cpu')
+    random = finetune.zero_shot(Encoder(loaded.model.config), tok, 300, 64, 'cpu')
+    assert trained['tokens'] == random['tokens'] == 300
+    assert 0 <= random['masked_accuracy'] <= trained['masked_accuracy'] <= 1
+    assert random['pseudo_log_likelihood'] < trained['pseudo_log_likelihood'] < 0
 
 
 def test_pairs_are_cut_longest_first():
@@ -50,9 +86,14 @@ def test_pairs_are_cut_longest_first():
 
 def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
     common = ['finetune.py', f'--init_from={ckpt}', '--max_train_samples=96', '--max_eval_samples=64', '--epochs=1',
-              '--batch_size=16', '--max_length=64', '--seeds=0,1', '--device=cpu']
+              '--batch_size=16', '--max_length=64', '--seeds=0,1', '--zero_shot_tokens=256', '--device=cpu']
     run_script(*common, f'--out={tmp_path / "pretrained.json"}')
     run_script(*common, '--from_scratch', f'--out={tmp_path / "scratch.json"}')
+    run_script(*common, '--task=shakespeare_lines', '--probe', '--learning_rate=1e-4,1e-3',
+               f'--out={tmp_path / "lines.json"}')
+    lines = json.loads((tmp_path / 'lines.json').read_text())
+    assert lines['task'] == 'shakespeare_lines' and lines['probe'] and set(lines['grid']) == {'0.0001', '0.001'}
+    assert lines['value'] == max(lines['grid'].values()) and lines['learning_rate'] in (1e-4, 1e-3)
     for name in ('pretrained', 'scratch'):
         result = json.loads((tmp_path / f'{name}.json').read_text())
         assert result['task'] == 'shakespeare_works' and result['metric'] == 'accuracy'
@@ -60,6 +101,7 @@ def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
         assert len(result['per_seed']) == 2 and 0 <= result['value'] <= 1
         assert result['value'] == pytest.approx(np.median([s['accuracy'] for s in result['per_seed']]))
         assert 0 < result['majority_baseline'] < 0.2
+        assert 0 <= result['zero_shot']['masked_accuracy'] <= 1 and result['zero_shot']['pseudo_log_likelihood'] < 0
 
 
 def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
@@ -95,7 +137,8 @@ def test_glue_tasks_through_datasets(ckpt, monkeypatch):
 
 
 REFUSALS = {
-    'unknown task': (['--task=squad'], "unknown task 'squad'; use shakespeare_works, glue/<name> or files"),
+    'unknown task': (['--task=squad'], "unknown task 'squad'; use shakespeare_works, shakespeare_lines, glue/"),
+    'bad learning rate': (['--learning_rate=1e-3,-1'], 'learning_rate=[0.001, -1]: give numbers > 0'),
     'unknown glue task': (['--task=glue/wnli'], "unknown GLUE task 'wnli'"),
     'no checkpoint': (['--init_from=nope.pt'], 'no checkpoint at nope.pt'),
     'missing field': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/a.jsonl',

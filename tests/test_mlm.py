@@ -136,3 +136,15 @@ def test_document_windows_draw_tokens_as_uniformly_as_random_windows(tmp_path):
     first = x[:, 1]  # the token after [CLS]: from a short document or from the long one
     from_long = (first >= 10 + 3 * 200).float().mean().item()
     assert 0.4 < from_long < 0.6  # about half the windows start in the long document, half in the short ones
+
+
+def test_unigram_logits_are_the_log_frequencies_of_what_mlm_predicts():
+    counts = np.array([0, 5, 3, 0, 2, 10])  # token 5 is special: counted in the corpus, never predicted
+    space = TokenSpace(dict(vocab_size=6, mask_token_id=5, special_token_ids=[5]), 'cpu')
+    logits = mlm.unigram_logits(counts, space)
+    assert logits.exp().sum() == torch.tensor(1.0).float()
+    assert torch.allclose(logits.exp(), torch.tensor([1, 6, 4, 1, 3, 1]) / 16.0)  # add-one, the special at the floor
+    # shrunken: tokens 2, 3 and 4 are RARE (id 2), which predicts for all of them
+    shrunk = TokenSpace(dict(shrunk_vocab_size=4, vocab_size=6, mask_token_id=3, special_token_ids=[3]), 'cpu')
+    folded = mlm.unigram_logits(counts, shrunk, torch.tensor([0, 1, 2, 2, 2, 3]))
+    assert torch.allclose(folded.exp(), torch.tensor([1, 6, 6, 1]) / 14.0)

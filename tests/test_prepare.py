@@ -18,7 +18,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import prepare
 from conftest import MODERNBERT_IDS, shakespeare_texts
-from data import documents, shard_paths
+from data import documents, shard_paths, split_documents
 from tokenizer import GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer, tokenizer_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -503,7 +503,7 @@ def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
     assert (ids[0], ids[-1], ids.count(4), len(hf)) == (2, 3, 1, 1024)
     # train.bin holds the train documents as this tokenizer encodes them, in corpus order
     docs = [d for d, _ in documents("shakespeare")]
-    is_val = prepare.split_documents([hashlib.sha256(d.encode()).digest() for d in docs], 0.05)
+    is_val = split_documents([hashlib.sha256(d.encode()).digest() for d in docs], 0.05)
     train = np.fromfile(out / "train.bin", dtype=np.uint16)
     first = next(d for d, v in zip(docs, is_val) if not v)
     encoded = hf(first, add_special_tokens=False)["input_ids"]

@@ -21,7 +21,8 @@ def test_demo_config_learns_and_its_checkpoint_reloads(data_root, tmp_path):
                '--max_iters=80', '--eval_interval=40', '--eval_iters=4')
     evals = [m for m in read_metrics(out) if 'val_loss' in m]
     assert [m['iter'] for m in evals] == [0, 40, 80]
-    assert evals[-1]['val_loss'] < evals[0]['val_loss'] - 1.0, evals
+    # a new model starts at the unigram distribution (decoder_bias_init), far below the uniform ln(50,368) = 10.8
+    assert evals[0]['val_loss'] < 7.0 and evals[-1]['val_loss'] < evals[0]['val_loss'] - 0.3, evals
     ckpt = load_checkpoint(str(out / 'ckpt.pt'))
     assert ckpt['iter_num'] == 80 and ckpt['model_args'] == {**ckpt['model_args'], 'hidden_size': 128}
     assert not any(k.startswith('_orig_mod.') for k in ckpt['model'])
