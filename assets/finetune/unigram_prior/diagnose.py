@@ -1,0 +1,126 @@
+"""Diagnose a checkpoint: per-layer linear probes, rank, cosine, attention entropy, weight RMS."""
+import sys
+import math
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, '.')
+import attention as A
+import model as M
+from checkpoint import load_model
+from tokenizer import load_recorded_tokenizer
+import finetune as FT
+
+A.BAND_FROM_WINDOWS = 10 ** 9  # dense bool masks so entropy is easy
+torch.manual_seed(0)
+path = sys.argv[1]
+scratch = len(sys.argv) > 2 and sys.argv[2] == 'scratch'
+loaded = load_model(path)
+enc = loaded.model
+tok = load_recorded_tokenizer(loaded.tokenizer, path)
+if scratch:
+    enc = M.Encoder(enc.config)
+enc.eval()
+
+task = FT.shakespeare_works_task(400)
+train = FT.sample(task.train, 2000)
+val = task.evals['validation']
+ids_tr = FT.encode(train, tok, 128)
+ids_va = FT.encode(val, tok, 128)
+y_tr = torch.tensor([y for _, y in train])
+y_va = torch.tensor([y for _, y in val])
+
+entropies = {}
+orig_attention = M.attention
+
+
+def attn_with_entropy(q, k, v, rope, mask, dropout_p):
+    cos, sin = rope
+    qq, kk = A.apply_rope(q, cos, sin), A.apply_rope(k, cos, sin)
+    s = qq @ kk.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        m = mask.masks[0] if isinstance(mask, A.Band) else mask
+        s = s.masked_fill(~m, float('-inf'))
+        nkeys = m.expand_as(s).sum(-1).float()
+    else:
+        nkeys = torch.full(s.shape[:-1], s.shape[-1], dtype=torch.float)
+    p = s.softmax(-1)
+    ent = -(p * p.clamp_min(1e-12).log()).sum(-1) / nkeys.clamp_min(2).log()
+    entropies.setdefault(attn_with_entropy.layer, []).append(ent.mean().item())
+    attn_with_entropy.layer += 1
+    return orig_attention(q, k, v, rope, mask, dropout_p)
+
+
+M.attention = attn_with_entropy
+
+
+@torch.no_grad()
+def features(ids):
+    outs = []
+    for s in range(0, len(ids), 64):
+        x, mask = FT.collate(ids[s:s + 64], tok.pad_token_id, 'cpu')
+        hs = []
+        hooks = [l.register_forward_hook(lambda m, i, o: hs.append(o)) for l in enc.model.layers]
+        attn_with_entropy.layer = 0
+        emb = enc.model.embeddings(x)
+        h = enc.encode(x, mask)
+        for hk in hooks:
+            hk.remove()
+        w = mask.unsqueeze(-1).float()
+        layers = [emb] + hs + [h]
+        outs.append(torch.stack([torch.cat([(l * w).sum(1) / w.sum(1), l[:, 0]], -1) for l in layers]))
+    return torch.cat(outs, 1)  # [L+2, N, 2H]
+
+
+def probe(Xtr, Xva):
+    mu, sd = Xtr.mean(0), Xtr.std(0) + 1e-6
+    Xtr, Xva = (Xtr - mu) / sd, (Xva - mu) / sd
+    W = torch.zeros(Xtr.shape[1], task.num_labels, requires_grad=True)
+    b = torch.zeros(task.num_labels, requires_grad=True)
+    opt = torch.optim.LBFGS([W, b], max_iter=200, line_search_fn='strong_wolfe')
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(Xtr @ W + b, y_tr) + 1e-3 * (W ** 2).sum()
+        loss.backward()
+        return loss
+    opt.step(closure)
+    return ((Xva @ W + b).argmax(-1) == y_va).float().mean().item()
+
+
+def eff_rank(X):
+    X = X - X.mean(0)
+    s = torch.linalg.svdvals(X)
+    p = s / s.sum()
+    return math.exp(-(p * p.clamp_min(1e-12).log()).sum().item())
+
+
+def mean_cos(X):
+    Xn = F.normalize(X, dim=-1)
+    c = Xn @ Xn.T
+    n = len(X)
+    return ((c.sum() - n) / (n * n - n)).item()
+
+
+Ftr = features(ids_tr)
+n_layers = len(enc.model.layers)
+ent = {k: np.mean(v) for k, v in entropies.items()}
+entropies.clear()
+Fva = features(ids_va)
+H = enc.config.hidden_size
+names = ['emb'] + [f'L{i}' for i in range(n_layers)] + ['final']
+print(f"{path} {'SCRATCH' if scratch else ''}")
+for i, name in enumerate(names):
+    mean_tr, cls_tr = Ftr[i, :, :H], Ftr[i, :, H:]
+    mean_va, cls_va = Fva[i, :, :H], Fva[i, :, H:]
+    print(f"{name:6s} probe mean {probe(mean_tr, mean_va):.3f} cls {probe(cls_tr, cls_va):.3f} | "
+          f"rank mean {eff_rank(mean_tr):5.1f} cls {eff_rank(cls_tr):5.1f} | cos mean {mean_cos(mean_tr):.2f} "
+          f"cls {mean_cos(cls_tr):.2f} | rms {Ftr[i, :, :H].pow(2).mean().sqrt():.2f}")
+print("attention entropy (normalized) per layer:", ' '.join(f"{ent[k]:.2f}" for k in sorted(ent)))
+for i, l in enumerate(enc.model.layers):
+    rms = {n: p.pow(2).mean().sqrt().item() for n, p in l.named_parameters() if p.ndim == 2}
+    top = {n: torch.linalg.matrix_norm(p, 2).item() for n, p in l.named_parameters() if p.ndim == 2}
+    print(f"L{i} weight rms " + ' '.join(f"{n}={v:.3f}/{top[n]:.2f}" for n, v in rms.items()))
+e = enc.model.tok_embeddings.weight
+print(f"emb rms {e.pow(2).mean().sqrt():.3f}")
