@@ -203,6 +203,20 @@ def load_dataset(data_dir: str, block_size: int, hint: str) -> dict:
     return meta
 
 
+def load_counts(data_dir: str, meta: dict, hint: str) -> np.ndarray:
+    """counts.npy of a prepared dataset: how often each token of the vocabulary occurs in train.bin."""
+    path = os.path.join(data_dir, "counts.npy")
+    if not os.path.isfile(path):
+        fail(f"{path} is missing; {hint} --force")
+    try:
+        counts = np.load(path)
+    except (OSError, ValueError) as e:
+        fail(f"cannot read {path} ({first_line(e)}); {hint} --force")
+    if counts.shape != (meta["vocab_size"],):
+        fail(f"{path} counts {len(counts)} tokens, meta.json's vocabulary has {meta['vocab_size']}; {hint} --force")
+    return counts
+
+
 def load_remap(path: str, hint: str) -> dict:
     """A vocab_K.pt remapping file; SystemExit naming the problem and `hint` (how to rebuild it) otherwise."""
     try:

@@ -184,7 +184,7 @@ def shakespeare_lines_task() -> Task:
                 for a, b in zip(lines, lines[1:]):
                     follows = bool(rng.random() < 0.5)
                     other = b if follows else pool[rng.integers(len(pool))]
-                    if other != b or follows:
+                    if follows or other != b:  # a line drawn from elsewhere that happens to be the next is left out
                         (val if held_out else train).append(((a + '\n' + other,), int(follows)))
     return Task('shakespeare_lines', train, {'validation': val}, 2, ('accuracy',), ['elsewhere', 'next'])
 
@@ -379,7 +379,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
             if step % cfg['log_interval'] == 0 or step == steps:
                 eta = (time.time() - t0) / step * (steps - step)
                 print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}, step {step}/{steps}: loss {loss.item():.4f}, "
-                      f"lr {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min")
+                      f"lr now {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min")
         predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
                        for split, (split_ids, _) in data['evals'].items()}
         history.append(scores(task, predictions, {split: gold for split, (_, gold) in data['evals'].items()}))

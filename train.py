@@ -14,7 +14,6 @@ import signal
 import threading
 from contextlib import nullcontext
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -23,7 +22,7 @@ from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_m
                         save_checkpoint, scratch_config)
 from configurator import check_at_least, check_choices, fail
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
-from data import load_dataset, shard_paths
+from data import load_counts, load_dataset, shard_paths
 from distributed import all_reduce, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for, unigram_logits)
@@ -216,11 +215,11 @@ if init_from != 'resume' and not overwrite and not eval_only and not auto_resume
                  f"--out_dir, or --overwrite=True to start over")
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
-    model = Encoder(scratch_config(config, remap if remap is not None else meta, curriculum.space()[1].size))
+    _mapping, _space = curriculum.space()
+    model = Encoder(scratch_config(config, remap if remap is not None else meta, _space.size))
     if decoder_bias_init == 'unigram' and model.decoder.bias is not None:
         with torch.no_grad():
-            model.decoder.bias.copy_(unigram_logits(np.load(os.path.join(data_dir, 'counts.npy')),
-                                                    curriculum.space()[1], curriculum.space()[0]))
+            model.decoder.bias.copy_(unigram_logits(load_counts(data_dir, meta, prepare_hint), _space, _mapping))
 elif init_from.startswith('hf:'):
     _loaded = load_model(init_from)
     require_same_tokenizer(_loaded.tokenizer, data_tokenizer(meta), f"the model {init_from[3:]}",

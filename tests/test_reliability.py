@@ -125,7 +125,8 @@ def trained(data_root, tmp_path_factory):
 @pytest.fixture(scope='module')
 def bad_files(data_root, trained, tmp_path_factory):
     """Files users really have: a half-written checkpoint, a bare tensor, a text file named .pt, a corrupt meta.json,
-    one from an older prepare.py, a truncated vocab_K.pt, and a GUIDE student where a run's ckpt.pt should be."""
+    one from an older prepare.py, a dataset without counts.npy, a truncated vocab_K.pt, and a GUIDE student where a
+    run's ckpt.pt should be."""
     bad = tmp_path_factory.mktemp('bad')
     ckpt = (trained / 'ckpt.pt').read_bytes()
     (bad / 'truncated.pt').write_bytes(ckpt[:len(ckpt) // 2])
@@ -137,6 +138,8 @@ def bad_files(data_root, trained, tmp_path_factory):
     (bad / 'old' / 'shakespeare').mkdir(parents=True)
     (bad / 'old' / 'shakespeare' / 'meta.json').write_text(json.dumps(
         {k: v for k, v in meta.items() if k != 'tokenizer_fingerprint'}))
+    shutil.copytree(data_root / 'shakespeare', bad / 'nocounts' / 'shakespeare',
+                    ignore=shutil.ignore_patterns('counts.npy'))
     vocab = (data_root / 'shakespeare' / 'vocab_512.pt').read_bytes()
     (bad / 'vocab_512.pt').write_bytes(vocab[:len(vocab) // 3])
     student = {k: v for k, v in load_checkpoint(str(trained / 'ckpt.pt')).items()
@@ -159,6 +162,8 @@ BAD_INPUT = {
     'GUIDE student resumed': (['--init_from=resume', '--out_dir={bad}/student_run'], 'not a train.py checkpoint'),
     'corrupt meta.json': (['--data_root={bad}/data', '--out_dir={tmp}'], 'does not read as JSON'),
     'meta.json of an older prepare.py': (['--data_root={bad}/old', '--out_dir={tmp}'], 'lacks tokenizer_fingerprint'),
+    'dataset without counts.npy': (['--data_root={bad}/nocounts', '--out_dir={tmp}'],
+                                   'counts.npy is missing; run: python prepare.py'),
     'truncated remapping file': (['--vocab_remapping_file={bad}/vocab_512.pt', '--out_dir={tmp}'],
                                  'not a complete vocab_K.pt'),
     'other architecture': (['--init_from={ckpt}', '--arch=neobert', '--out_dir={tmp}'], 'holds a modernbert model'),

@@ -1,4 +1,5 @@
 """train.py end to end on the embedded corpus: the demo learns, accumulation is exact, init_from forms."""
+import math
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,15 @@ def test_demo_config_learns_and_its_checkpoint_reloads(data_root, tmp_path):
     (candidates,) = filler("To be, or not to [MASK], that is the question.", top_k=3)
     assert len(candidates) == 3 and all(0 <= p <= 1 for _, p in candidates)
     assert sum(p for _, p in candidates) > 0.05  # a model that learnt puts real mass on its top guesses
+
+
+def test_a_new_model_starts_at_the_unigram_distribution_or_at_the_uniform_one(data_root, tmp_path):
+    first_loss = {}
+    for init in ('unigram', 'zeros'):
+        train(data_root, tmp_path / init, '--max_iters=1', '--eval_interval=1', f'--decoder_bias_init={init}')
+        first_loss[init] = read_metrics(tmp_path / init)[0]['val_loss']
+    assert first_loss['zeros'] == pytest.approx(math.log(50368), abs=0.1)  # every token alike
+    assert first_loss['unigram'] < first_loss['zeros'] - 3
 
 
 def test_accumulated_micro_batches_give_the_gradients_of_one_batch():
