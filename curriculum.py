@@ -223,11 +223,6 @@ class Curriculum:
             mask_rate=mask_rate,
             executed_ops=[],  # one record per executed operation
             last_op_iter=0,
-            last_eval_iter=-1,
-            last_val_loss=float('inf'),
-            skipped_steps=0,
-            skipped_in_a_row=0,  # non-finite steps skipped since the last good one
-            tokens=0,  # trained on so far: the x axis for comparing runs whose steps differ in size
             **(shape or {}),  # batch_size, block_size, gradient_accumulation_steps: the phase operations set them
         )
 
@@ -244,15 +239,15 @@ class Curriculum:
         self.parked = load_state_by_name(opt, carried)
         return opt
 
-    def due(self, it: int) -> list:
-        """(index, trigger) of the operations that fire now, in order; each waits for the one before."""
+    def due(self, it: int, val_loss: float | None) -> list:
+        """(index, trigger) of the operations that fire now, in order; each waits for the one before. val_loss: the
+        validation loss measured at iteration it, None when it was not evaluated."""
         fired, last_op_iter = [], self.state['last_op_iter']
         for i in range(len(self.state['executed_ops']), len(self.schedule)):
             op = self.schedule[i]
             if 'at_iter' in op:
                 trigger = 'at_iter' if it >= op['at_iter'] else None
-            elif ('trigger_loss' in op and self.state['last_eval_iter'] == it
-                  and self.state['last_val_loss'] < op['trigger_loss']):
+            elif 'trigger_loss' in op and val_loss is not None and val_loss < op['trigger_loss']:
                 trigger = 'trigger_loss'
             elif 'max_wait_iters' in op and it - last_op_iter >= op['max_wait_iters']:
                 trigger = 'max_wait_iters'
@@ -265,9 +260,9 @@ class Curriculum:
         return fired
 
     def run(self, it: int, model: Encoder, opt: torch.optim.Optimizer,
-            make: Callable[[], torch.optim.Optimizer]) -> Fired | None:
-        """Run the operations due at iteration it on model; None when none is."""
-        due = self.due(it)
+            make: Callable[[], torch.optim.Optimizer], val_loss: float | None) -> Fired | None:
+        """Run the operations due at iteration it on model (val_loss as in due); None when none is."""
+        due = self.due(it, val_loss)
         if not due:
             return None
         torch.manual_seed(seed_for(self.seed, RESIZE_NOISE, it))  # the same resize noise on every rank and on resume

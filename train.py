@@ -190,6 +190,10 @@ curriculum = Curriculum(schedule, meta, remap, rare_id, learning_rate, mask_rate
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
+# the run's counters (checkpointed): what it has trained on and skipped, and its last evaluation
+progress = dict(tokens=0,  # trained on so far: the x axis for comparing runs whose steps differ in size
+                skipped_steps=0, skipped_in_a_row=0,  # non-finite steps: in all, and since the last good one
+                last_eval_iter=-1, last_val_loss=float('inf'))
 eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
 
@@ -230,7 +234,10 @@ else:
     checkpoint = load_start_checkpoint(path, init_from == 'resume', meta, arch, config if auto_resume else None)
     model = checkpoint_encoder(checkpoint)
     if init_from == 'resume':
-        state.update(checkpoint['state'])
+        saved = checkpoint['state']
+        # checkpoints written before the counters had an entry of their own keep them in 'state'
+        progress.update(checkpoint.get('progress') or {k: saved.pop(k) for k in list(saved) if k in progress})
+        state.update(saved)
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
         wandb_run_id, keep_metrics_bytes = checkpoint.get('wandb_run_id'), checkpoint.get('metrics_bytes')
         log(line=f"resuming {path} at iter {iter_num}")
@@ -312,15 +319,15 @@ def read_skips() -> None:
     """Count and log the steps skipped since the last call; stop after max_skipped_steps in a row."""
     flags = torch.stack([skipped for _, skipped, _ in pending_skips]).tolist() if pending_skips else []
     for (it, _, loss), skipped in zip(pending_skips, flags):
-        state['skipped_in_a_row'] = state['skipped_in_a_row'] + 1 if skipped else 0
+        progress['skipped_in_a_row'] = progress['skipped_in_a_row'] + 1 if skipped else 0
         if not skipped:
             continue
-        state['skipped_steps'] += 1
-        log(dict(iter=it, skipped_nonfinite=True, loss=loss.item(), skipped_steps=state['skipped_steps']),
-            f"iter {it}: non-finite loss or gradient, step skipped ({state['skipped_in_a_row']} in a row)")
-        if state['skipped_in_a_row'] >= max_skipped_steps:
-            fail(f"{state['skipped_in_a_row']} consecutive non-finite steps at iter {it}; lower learning_rate or use "
-                 f"bf16; the last good checkpoint is {ckpt_path}")
+        progress['skipped_steps'] += 1
+        log(dict(iter=it, skipped_nonfinite=True, loss=loss.item(), skipped_steps=progress['skipped_steps']),
+            f"iter {it}: non-finite loss or gradient, step skipped ({progress['skipped_in_a_row']} in a row)")
+        if progress['skipped_in_a_row'] >= max_skipped_steps:
+            fail(f"{progress['skipped_in_a_row']} consecutive non-finite steps at iter {it}; lower learning_rate or "
+                 f"use bf16; the last good checkpoint is {ckpt_path}")
     pending_skips.clear()
 
 
@@ -328,8 +335,8 @@ def read_skips() -> None:
 def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config),
                 optimizer=optimizer.state_dict(), parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(),
-                iter_num=it, best_val_loss=best_val_loss, config=config, state=state, dataset_meta=meta,
-                tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=log.size())
+                iter_num=it, best_val_loss=best_val_loss, config=config, state=state, progress=progress,
+                dataset_meta=meta, tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=log.size())
 
 
 def save(it: int) -> None:
@@ -376,9 +383,9 @@ local_iter, clock, ahead = 0, StepClock(), {}
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
 while True:
     save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
-    if (iter_num % eval_interval == 0 or iter_num == max_iters) and state['last_eval_iter'] != iter_num:
+    if (iter_num % eval_interval == 0 or iter_num == max_iters) and progress['last_eval_iter'] != iter_num:
         metrics = evaluate()
-        state['last_eval_iter'], state['last_val_loss'] = iter_num, metrics['val_loss']
+        progress['last_eval_iter'], progress['last_val_loss'] = iter_num, metrics['val_loss']
         log(dict(iter=iter_num, **metrics), f"iter {iter_num}: train loss {metrics['train_loss']:.4f}, "
             f"val loss {metrics['val_loss']:.4f}, val acc {metrics['val_acc']:.4f}")
         save_now |= metrics['val_loss'] < best_val_loss or always_save_checkpoint
@@ -389,7 +396,8 @@ while True:
         break
     step_shape = state['batch_size'], state['block_size'], state['mask_rate']
     try:
-        fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer)
+        fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer,
+                               progress['last_val_loss'] if progress['last_eval_iter'] == iter_num else None)
     except ScheduleError as e:
         fail(f"{e}; {ckpt_path} holds the state from before it")
     if fired:
@@ -450,7 +458,7 @@ while True:
     pending_skips.append((iter_num, skip, step_loss))
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
-    state['tokens'] += tokens_per_iter
+    progress['tokens'] += tokens_per_iter
     # nothing above waits for the GPU: make the next step's batches while it works through this one
     if iter_num + 1 < max_iters:
         ahead = {step_key(iter_num + 1): step_batches(iter_num + 1)}
@@ -468,7 +476,7 @@ while True:
         if clock.warm:
             mfu_text = clock.add_mfu(raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size,
                                                             dt, peak_flops, seq_len=state['block_size']))
-        log(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=state['tokens'], tokens_per_s=tokens_per_iter / dt,
+        log(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=progress['tokens'], tokens_per_s=tokens_per_iter / dt,
                  mfu=clock.mfu, grad_norm=grad_norm.item()),
             f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, "
             f"{100 * (iter_num + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - iter_num - 1)}")

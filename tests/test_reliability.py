@@ -14,16 +14,25 @@ from checkpoint import load_checkpoint, save_checkpoint
 from conftest import ROOT, TINY, assert_same_weights, losses, read_metrics, stop_in_process, train, train_args
 
 
-def test_resume_is_bit_exact(data_root, tmp_path):
-    # dropout on, so the RNG must be restored too; the schedule length is fixed by lr_decay_iters
-    common = ['--dropout=0.1', '--eval_interval=3', '--lr_decay_iters=10', '--gradient_accumulation_steps=2']
-    train(data_root, tmp_path / 'full', *common, '--max_iters=10')
-    train(data_root, tmp_path / 'resumed', *common, '--max_iters=5')
-    train(data_root, tmp_path / 'resumed', *common, '--max_iters=10', '--init_from=resume')
-    full, resumed = losses(tmp_path / 'full', 5), losses(tmp_path / 'resumed', 5)
-    assert list(full) == list(range(5, 10)) and full == resumed  # floats from JSON: equal bit for bit
+# what must come back on resume besides the weights: the RNG (dropout), the accumulation, StableAdamW's state,
+# the packed windows
+RESUME_CASES = {
+    'dropout_accumulation': ['--dropout=0.1', '--gradient_accumulation_steps=2'],
+    'stable_adamw': ['--optimizer_name=stable_adamw', '--weight_decay_convention=decoupled', '--decay_1d_params=True'],
+    'packed_documents': ['--pack_documents=True', '--dropout=0.1'],
+}
+
+
+@pytest.mark.parametrize('case', RESUME_CASES)
+def test_resumed_run_equals_uninterrupted(data_root, tmp_path, case):
+    common = [*RESUME_CASES[case], '--eval_interval=2', '--lr_decay_iters=6']  # the schedule's length is fixed
+    train(data_root, tmp_path / 'full', *common, '--max_iters=6')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=3')
+    train(data_root, tmp_path / 'resumed', *common, '--max_iters=6', '--init_from=resume')
+    full, resumed = losses(tmp_path / 'full', 3), losses(tmp_path / 'resumed', 3)
+    assert list(full) == [3, 4, 5] and full == resumed  # floats from JSON: equal bit for bit
     evals = [m['iter'] for m in read_metrics(tmp_path / 'resumed') if 'val_loss' in m]
-    assert evals == [0, 3, 5, 6, 9, 10]  # the eval at the resume step (5) is not repeated
+    assert evals == [0, 2, 3, 4, 6]  # the eval at the resume step (3) is not repeated
     assert_same_weights(tmp_path / 'full', tmp_path / 'resumed')
 
 
@@ -86,7 +95,7 @@ def test_nonfinite_guard_skips_and_then_stops(data_root, tmp_path):
           '--log_interval=3')
     records = read_metrics(tmp_path / 'skip')
     assert [m['iter'] for m in records if m.get('skipped_nonfinite')] == [2]
-    assert load_checkpoint(str(tmp_path / 'skip' / 'ckpt.pt'))['state']['skipped_steps'] == 1
+    assert load_checkpoint(str(tmp_path / 'skip' / 'ckpt.pt'))['progress']['skipped_steps'] == 1
     # three bad steps in a row with max_skipped_steps=3: a clear stop; the last checkpoint (iter 4, saved before
     # that iteration's step) holds finite weights, since skipped steps never touch them
     result = train(data_root, tmp_path / 'stop', '--max_iters=8', '--eval_interval=2', '--max_skipped_steps=3',
@@ -210,6 +219,17 @@ def test_files_of_another_dataset_preparation_are_refused(data_root, trained, tm
                    check=False)
     assert result.returncode != 0 and 'was made from another preparation' in result.stderr
     assert not (tmp_path / 'new').exists()
+
+
+def test_resumes_a_checkpoint_that_keeps_its_counters_in_state(data_root, trained, tmp_path):
+    old = load_checkpoint(str(trained / 'ckpt.pt'))
+    tokens_at_2 = old['progress']['tokens']
+    old['state'].update(old.pop('progress'))  # where checkpoints of earlier versions keep them
+    shutil.copytree(trained, tmp_path / 'run')
+    save_checkpoint(old, str(tmp_path / 'run' / 'ckpt.pt'))
+    train(data_root, tmp_path / 'run', '--init_from=resume', '--max_iters=3', '--eval_interval=2')
+    new = load_checkpoint(str(tmp_path / 'run' / 'ckpt.pt'))
+    assert new['iter_num'] == 3 and 'tokens' not in new['state'] and new['progress']['tokens'] == tokens_at_2 * 3 // 2
 
 
 @pytest.mark.parametrize('bad', ['truncated.pt', 'tensor.pt', 'text.pt'])

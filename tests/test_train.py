@@ -89,18 +89,13 @@ def test_every_config_parses_and_passes_validation(config, tmp_path):
     assert result.returncode == 1 and len(lines) == 1 and 'no prepared dataset in' in lines[0], result.stderr[-2000:]
 
 
-def test_document_packing_trains_and_resumes_exactly(data_root, tmp_path):
-    common = ['--pack_documents=True', '--eval_interval=3', '--lr_decay_iters=6', '--dropout=0.1']
-    train(data_root, tmp_path / 'full', *common, '--max_iters=6')
-    train(data_root, tmp_path / 'resumed', *common, '--max_iters=3')
-    train(data_root, tmp_path / 'resumed', *common, '--max_iters=6', '--init_from=resume')
-    full, resumed = ({m['iter']: m['loss'] for m in read_metrics(tmp_path / d) if 'loss' in m and m['iter'] >= 3}
-                     for d in ('full', 'resumed'))
-    assert list(full) == [3, 4, 5] and full == resumed
-    unpacked = train(data_root, tmp_path / 'unpacked', *common[1:], '--max_iters=1')
-    packed_first = next(m['val_loss'] for m in read_metrics(tmp_path / 'full') if 'val_loss' in m)
-    unpacked_first = next(m['val_loss'] for m in read_metrics(tmp_path / 'unpacked') if 'val_loss' in m)
-    assert unpacked.returncode == 0 and packed_first != unpacked_first  # the switch changes the windows
+def test_document_packing_changes_the_windows(data_root, tmp_path):
+    # (that packed runs resume exactly: test_reliability.test_resumed_run_equals_uninterrupted)
+    first_val_loss = {}
+    for packed in (True, False):
+        train(data_root, tmp_path / str(packed), f'--pack_documents={packed}', '--max_iters=1', '--dropout=0.1')
+        first_val_loss[packed] = next(m['val_loss'] for m in read_metrics(tmp_path / str(packed)) if 'val_loss' in m)
+    assert first_val_loss[True] != first_val_loss[False]
 
 
 def test_trains_on_a_sharded_dataset(tmp_path):
