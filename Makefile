@@ -21,7 +21,7 @@ demo: setup
 	$(PY) fill_mask.py --out_dir=out-demo
 
 test: setup
-	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q --durations=15 tests
+	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q -n auto --maxprocesses=4 --dist=worksteal --durations=15 tests
 
 clean:
 	rm -rf .venv out*/ data/*/

@@ -32,6 +32,11 @@ def save_checkpoint(obj: dict, path: str) -> None:
     for stale in glob.glob(os.path.join(folder, glob.escape(prefix) + '*' + TMP_SUFFIX)):
         os.remove(stale)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=TMP_SUFFIX)
+    # mkstemp makes the file 0600 whatever the umask; give it the mode open() would, so teammates on a shared
+    # cluster can read the checkpoint when the umask lets them
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     try:
         with os.fdopen(fd, 'wb') as f:
             torch.save(obj, f)

@@ -37,7 +37,8 @@ PANELS = (  # (y label, [(metrics key, legend label, style)]); train is orange a
 
 
 def read_metrics(path: str) -> list[dict]:
-    """The records of a metrics.jsonl, in file order."""
+    """The records of a metrics.jsonl, in file order. A line that is not JSON (the torn last line of a killed run)
+    is skipped with a warning: the rest of the curve is still worth drawing."""
     if not os.path.isfile(path):
         fail(f"no {path}: give the out_dir of a train.py run")
     records = []
@@ -46,7 +47,7 @@ def read_metrics(path: str) -> list[dict]:
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
-                fail(f"{path}:{lineno} is not a JSON record; remove the line or rerun train.py")
+                print(f"warning: {path}:{lineno} is not a JSON record; skipped", file=sys.stderr)
     if not records:
         fail(f"{path} is empty: train.py logs after its first evaluation")
     return records

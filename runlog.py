@@ -28,11 +28,24 @@ class RunLog:
         os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
         if keep_bytes is not None and self.size() > keep_bytes:
             os.truncate(self.path, keep_bytes)
+        self._drop_torn_line()
         if wandb_settings is None:
             return None
         import wandb
         self.wandb = wandb
         return wandb.init(resume='allow', **wandb_settings).id
+
+    def _drop_torn_line(self) -> None:
+        """A run killed mid-write leaves a last line without its newline; appending to it would corrupt the next
+        record too, so it goes."""
+        if not self.size():
+            return
+        with open(self.path, 'rb+') as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b'\n':
+                return
+            f.seek(0)
+            f.truncate(f.read().rfind(b'\n') + 1)
 
     def __call__(self, record: dict | None = None, line: str | None = None) -> None:
         """Append record (which has an 'iter') to the log and to wandb; print line."""

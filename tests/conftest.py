@@ -4,6 +4,10 @@ import sys
 # Tests run offline and import the top-level scripts as modules.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
+# Under pytest-xdist each worker gets one core: one thread per worker, and for the scripts it launches, so two
+# workers on two cores do not fight over them.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ["OMP_NUM_THREADS"] = "1"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)

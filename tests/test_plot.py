@@ -53,13 +53,17 @@ def test_tokens_axis_and_resumed_runs(run, tmp_path):
     assert plot.series(records, "loss") == ([0, 1, 2], [5.0, 3.5, 3.0])
 
 
+def test_a_torn_line_is_skipped_with_a_warning(tmp_path, capsys):
+    records = [{"iter": 0, "loss": 1.0}, {"iter": 2, "loss": 0.5}]
+    (tmp_path / 'metrics.jsonl').write_text(json.dumps(records[0]) + '\n{"iter": 1, "lo\n' + json.dumps(records[1]))
+    assert plot.read_metrics(str(tmp_path / 'metrics.jsonl')) == records
+    assert capsys.readouterr().err.strip() == f"warning: {tmp_path / 'metrics.jsonl'}:2 is not a JSON record; skipped"
+
+
 def test_bad_input_stops_with_one_line_and_writes_nothing(run, tmp_path):
     with pytest.raises(SystemExit, match='no .*metrics.jsonl: give the out_dir of a train.py run'):
         plot.plot(str(tmp_path))
     record = json.dumps({"iter": 0, "loss": 1.0}) + '\n'
-    (tmp_path / 'metrics.jsonl').write_text(record + '{"iter": 1, "lo\n')
-    with pytest.raises(SystemExit, match=r'metrics.jsonl:2 is not a JSON record'):
-        plot.plot(str(tmp_path))
     (tmp_path / 'metrics.jsonl').write_text(record)  # valid, but no ckpt.pt to read the tokens per step from
     with pytest.raises(SystemExit, match='--x=tokens reads the run'):
         plot.plot(str(tmp_path), x='tokens')

@@ -66,6 +66,16 @@ def test_failed_save_keeps_the_old_checkpoint(tmp_path):
     assert os.listdir(tmp_path) == ['ckpt.pt']
 
 
+@pytest.mark.parametrize('umask', [0o022, 0o077])
+def test_checkpoint_mode_follows_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        save_checkpoint({'iter_num': 1}, str(tmp_path / 'ckpt.pt'))
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / 'ckpt.pt').st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_killed_save_keeps_the_old_checkpoint(tmp_path):
     path = tmp_path / 'ckpt.pt'
     save_checkpoint({'iter_num': 1}, str(path))

@@ -1,4 +1,5 @@
 """train.py end to end on the embedded corpus: the demo learns, accumulation is exact, init_from forms."""
+import json
 import math
 from pathlib import Path
 
@@ -110,6 +111,17 @@ def test_trains_on_a_sharded_dataset(tmp_path):
         train(tmp_path / 'data', part, *common, '--max_iters=4', '--init_from=resume')
         a, b = ({m['iter']: m['loss'] for m in read_metrics(d) if 'loss' in m and m['iter'] >= 2} for d in (full, part))
         assert list(a) == [2, 3] and a == b
+
+
+@pytest.mark.parametrize('keep_bytes', [None, 10_000])
+def test_a_torn_last_line_of_the_log_is_dropped(tmp_path, keep_bytes):
+    """A run killed mid-write leaves half a record; the resumed run must not append onto it."""
+    whole = json.dumps({'iter': 0, 'loss': 1.0}) + '\n'
+    (tmp_path / 'metrics.jsonl').write_text(whole + '{"iter": 1, "lo')
+    log = runlog.RunLog(str(tmp_path), master=True)
+    log.open(keep_bytes)
+    log({'iter': 1, 'loss': 0.5})
+    assert read_metrics(tmp_path) == [{'iter': 0, 'loss': 1.0}, {'iter': 1, 'loss': 0.5}]
 
 
 def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
