@@ -48,6 +48,15 @@ class StableAdamW(torch.optim.Optimizer):
         # tensor so that a new value is an input of the graph rather than a reason to compile it again
         self.update = torch.compile(stable_adamw_update, dynamic=False) if compiled else stable_adamw_update
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        """torch.optim.Optimizer's, which leaves a step count on the CPU unless the group is fused or capturable;
+        here it lives on its parameter's device (as step() creates it), so a resumed or rebuilt optimizer updates
+        without a host tensor among the device ones."""
+        super().load_state_dict(state_dict)
+        for p, state in self.state.items():
+            if 'step' in state:
+                state['step'] = state['step'].to(p.device)
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = None

@@ -206,6 +206,8 @@ def make_batch(split: str, rate: float, *key: int):
 
 
 # model ---------------------------------------------------------------------------
+if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+    fail(f"--out_dir={out_dir} is a file, not a folder; give a folder for the run's checkpoint and log")
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
 checkpoint = None
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0

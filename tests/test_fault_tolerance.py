@@ -10,7 +10,7 @@ import time
 import pytest
 
 from checkpoint import load_checkpoint
-from conftest import ROOT, TINY, assert_same_weights, read_metrics, train
+from conftest import ROOT, TINY, assert_same_weights, read_metrics, stop_in_process, train, train_args
 
 # Loaded by every process of the test's torchrun runs. A relaunched rank 0 that starts late, so that the other rank
 # reaches the store first (where it used to find the last attempt's addresses and wait on them forever); and a slow
@@ -25,6 +25,13 @@ def fsync(fd):
     _fsync(fd)
 os.fsync = fsync
 '''
+
+
+def test_an_out_dir_that_is_a_file_stops_with_one_line(data_root, tmp_path):
+    (tmp_path / 'out').write_text('notes')
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out', '--max_iters=1'))
+    assert message.endswith('is a file, not a folder; give a folder for the run\'s checkpoint and log')
+    assert (tmp_path / 'out').read_text() == 'notes'
 
 
 def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):

@@ -41,6 +41,19 @@ def test_stable_adamw_follows_its_definition():
     assert opt.state[param]['step'] == len(grads)
 
 
+def test_stable_adamw_keeps_its_step_count_on_the_parameters_device():
+    """After a resume or a curriculum rebuild (load_state_dict) the step count must sit where step() puts it, on the
+    parameter's device, not on the CPU where torch leaves it for optimizers that are not fused. The meta device
+    stands in for a GPU."""
+    saved = StableAdamW([torch.nn.Parameter(torch.ones(3))])
+    saved.param_groups[0]['params'][0].grad = torch.ones(3)
+    saved.step()
+    opt = StableAdamW([torch.nn.Parameter(torch.ones(3, device='meta'))])
+    opt.load_state_dict(saved.state_dict())
+    (state,) = opt.state.values()
+    assert state['step'].device.type == state['exp_avg'].device.type == 'meta'
+
+
 def test_stable_adamw_steps_tensors_of_different_ages_together():
     # one multi-tensor update for the group, each tensor with its own step count (a tensor without a gradient is
     # skipped, as a frozen one is; state carried across a rebuild differs the same way)
