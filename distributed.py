@@ -46,4 +46,7 @@ def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
 
 def shutdown() -> None:
     if dist.is_initialized():
+        # all ranks leave together: a rank tearing gloo down while its peer still holds the connection was seen to
+        # abort the peer at exit (a finished run's rank 1 killed by SIGABRT, on a loaded 2-core machine)
+        dist.barrier()
         dist.destroy_process_group()
