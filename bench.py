@@ -7,6 +7,7 @@ transformers' ModernBertForMaskedLM loaded with the same weights.
     python bench.py --out=bench_results.json --shapes=small --block_sizes=512 --reps=7
     python bench.py --attention              # sliding-window attention alone: the dense window vs blocks
     python bench.py --optimizer              # one optimizer step alone: StableAdamW against fused AdamW
+    python bench.py --teacher=base           # also ours with a ModernBERT-base teacher (train.py --teacher)
 
 Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
 them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;
@@ -35,6 +36,7 @@ from torch.profiler import ProfilerActivity, profile
 from attention import attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 from configurator import configure, fail
 from data import load_dataset, load_remap, shard_paths
+from distill import mixed_loss
 from hf import save_pretrained
 from mlm import TokenSpace, masked_batch, prediction_capacity, seed_for
 from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
@@ -71,6 +73,7 @@ DEFAULTS = dict(
     data_root='data',
     dataset='shakespeare',
     shrunk_vocab=4096,  # also time ours on data/<dataset>/vocab_K.pt's shrunken vocabulary (0: skip)
+    teacher='',  # also time ours distilling from a teacher of this shape (random weights), as train.py --teacher
     peak_flops=None,  # for MFU (default: 135e9 CPU, 989e12 CUDA)
     seed=1337,
 )
@@ -86,6 +89,8 @@ def parse_args(argv: list[str]) -> SimpleNamespace:
     args.shapes = args.shapes or (["small", "base"] if args.device == "cuda" and not args.quick else ["small"])
     if not set(args.shapes) <= set(SHAPES):
         fail(f"--shapes={','.join(map(str, args.shapes))}: each must be one of {', '.join(SHAPES)}")
+    if args.teacher and args.teacher not in SHAPES:
+        fail(f"--teacher={args.teacher} must be one of {', '.join(SHAPES)} (or '' for none)")
     args.block_sizes = args.block_sizes or ([192, 256, 384, 512, 1024] if args.attention else [512] if args.quick
                                             else [512, 1024])
     if not all(isinstance(b, int) and b > 0 for b in args.block_sizes):
@@ -189,11 +194,17 @@ class Variant:
     op_seconds: dict = field(default_factory=dict)  # the profiled step's self time by kind of op
     top_other: list = field(default_factory=list)  # its largest other ops
     error: str = ""  # why it stopped taking steps (out of memory), if it did
+    teacher: torch.nn.Module | None = None  # ours distilling: the frozen teacher (compiled with the student)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None) -> torch.Tensor:
-        if self.impl == "ours":
-            return self.net(x, labels=y, document_ids=documents, max_predictions=self.max_predictions)[1]
-        return self.net(input_ids=x, labels=y).loss
+        if self.impl == "hf":
+            return self.net(input_ids=x, labels=y).loss
+        logits, loss = self.net(x, labels=y, document_ids=documents, max_predictions=self.max_predictions)
+        if self.teacher is None:
+            return loss
+        with torch.no_grad():
+            teacher_logits = self.teacher(x, labels=y, document_ids=documents, max_predictions=self.max_predictions)[0]
+        return mixed_loss(loss, logits, teacher_logits, y, 0.5, 1.0)[0]
 
 
 def hf_variants(ours: Encoder, args: SimpleNamespace, optimizer) -> list[Variant]:
@@ -248,15 +259,22 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
     options += [(attns[-1], args.compile, "documents")]
     if "shrunk" in ours:
         options += [(attns[-1], args.compile, "shrunk")]
+    if args.teacher:
+        options += [(attns[-1], args.compile, "teacher")]
     capacity = prediction_capacity(args.batch_size * block_size, MASK_RATE)
     for attn, compiled, space in options:
-        raw = copy.deepcopy(ours[space])
+        data_space = "full" if space == "teacher" else space  # a teacher reads the student's batches
+        raw = copy.deepcopy(ours[data_space])
         raw.config.attn_implementation = attn
         name = attn + (", compile" if compiled else "")
-        name += {"full": "", "documents": ", documents packed", "shrunk": f", vocab {raw.config.vocab_size}"}[space]
+        name += {"full": "", "documents": ", documents packed", "shrunk": f", vocab {raw.config.vocab_size}",
+                 "teacher": f", {args.teacher} teacher"}[space]
         optimizer = configure_optimizers(raw, decay, lr, betas, args.device, eps=eps)
-        variants.append(Variant("ours", name, True, compiled, space, raw, torch.compile(raw) if compiled else raw,
+        variants.append(Variant("ours", name, True, compiled, data_space, raw, torch.compile(raw) if compiled else raw,
                                 optimizer, attn=attn, max_predictions=capacity if compiled else None))
+        if space == "teacher":
+            teacher = Encoder(replace(config, **SHAPES[args.teacher])).to(args.device).eval().requires_grad_(False)
+            variants[-1].teacher = torch.compile(teacher) if compiled else teacher
     return variants, ours
 
 
@@ -285,7 +303,9 @@ def drop(v: Variant, why: str) -> None:
 def held_bytes(v: Variant) -> int:
     """Bytes of the tensors a variant holds between steps: parameters (tied ones once), buffers, optimizer state."""
     state = [t for s in v.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
-    tensors = {t.data_ptr(): t.numel() * t.element_size() for t in (*v.raw.parameters(), *v.raw.buffers(), *state)}
+    teacher = [*v.teacher.parameters(), *v.teacher.buffers()] if v.teacher is not None else []
+    tensors = {t.data_ptr(): t.numel() * t.element_size()
+               for t in (*v.raw.parameters(), *v.raw.buffers(), *state, *teacher)}
     return sum(tensors.values())
 
 

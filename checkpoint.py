@@ -204,19 +204,21 @@ def scratch_config(config: dict, space: dict, vocab_size: int) -> EncoderConfig:
         fail(f"invalid model config: {e}")
 
 
-def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: int, attn_implementation: str) -> None:
-    """Check that a run's start model reads the data (its vocabulary, special ids and length) and set it to attend
-    the way the run asks; special ids the model left unset take the data's. SystemExit with one line otherwise."""
+def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: int, attn_implementation: str,
+                      role: str = 'model') -> None:
+    """Check that a run's start model (or teacher: role) reads the data (its vocabulary, special ids and length) and
+    set it to attend the way the run asks; special ids the model left unset take the data's. SystemExit with one
+    line otherwise."""
     if model.config.vocab_size != vocab_size:
-        fail(f"the model's vocabulary ({model.config.vocab_size}) does not match the dataset's "
+        fail(f"the {role}'s vocabulary ({model.config.vocab_size}) does not match the dataset's "
              f"({vocab_size}); prepare the data with the model's tokenizer")
     for name in SPECIAL_IDS:
         if getattr(model.config, name) not in (None, space[name]):
-            fail(f"the model's {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
+            fail(f"the {role}'s {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
                  f"its config.json disagrees with its tokenizer: fix {name} in the model's config")
     if block_size > model.config.max_position_embeddings:
         fail(f"block_size={block_size} exceeds max_position_embeddings="
-             f"{model.config.max_position_embeddings}; lower block_size or raise max_position_embeddings")
+             f"{model.config.max_position_embeddings} of the {role}; lower block_size or raise max_position_embeddings")
     try:  # a checkpoint or a Hugging Face folder attends the way this run asks; replace validates the new config
         model.config = dataclasses.replace(model.config, attn_implementation=attn_implementation,
                                            **{name: space[name] for name in SPECIAL_IDS})

@@ -23,6 +23,7 @@ from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_m
 from configurator import check_at_least, check_choices, fail
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
+from distill import check_same_teacher, load_teacher, mixed_loss
 from distributed import all_reduce, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for, unigram_logits)
@@ -115,6 +116,10 @@ shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
 rare_token_id = None  # None: the file's rare_id
 schedule = []  # operations; see docs/curriculum.md
+# knowledge distillation (distill.py): a frozen teacher's soft targets on the predicted rows
+teacher = None  # a .pt, a Hugging Face folder or 'hf:<id>' with the data's tokenizer; None: no teacher
+distill_weight = 0.5  # w: the loss is (1 - w) * MLM cross-entropy + w * T^2 * KL(teacher || student)
+distill_temperature = 1.0  # T
 # -----------------------------------------------------------------------------
 config_keys = [k for k, v in globals().items() if not k.startswith('_') and k not in _not_a_knob
                and isinstance(v, (int, float, bool, str, list, dict, type(None)))]
@@ -139,6 +144,8 @@ check_at_least(config, dict(batch_size=1, block_size=1, gradient_accumulation_st
 _problem = validate_schedule(schedule, remapping=vocab_remapping_file is not None)
 if _problem:
     fail(f"schedule: {_problem}")
+if teacher is not None and not (0.0 <= distill_weight <= 1.0 and distill_temperature > 0):
+    fail("distill_weight must be in [0, 1] and distill_temperature > 0")
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 auto_resume = init_from == 'auto' or init_from.startswith('auto:')
@@ -254,6 +261,27 @@ raw_model = model
 scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
 
 
+# the teacher: frozen, one copy on every rank; a run resumes only with the teacher it was trained with ------------
+teacher_model, teacher_record = load_teacher(teacher, meta, longest_block, device) if teacher else (None, None)
+if init_from == 'resume':
+    check_same_teacher(checkpoint.get('teacher'), teacher_record, path)
+if teacher_model is not None:
+    if teacher_model.get_num_params() < raw_model.get_num_params():
+        log(line=f"the teacher ({teacher_model.get_num_params() / 1e6:.2f}M parameters) is smaller than the student")
+    if compile:
+        teacher_model = torch.compile(teacher_model)
+shrunk_to_full = remap['shrunk_to_full'].to(device) if remap is not None else None
+
+
+def teacher_logits(x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None,
+                   capacity: int | None) -> torch.Tensor:
+    """The teacher's logits (full vocabulary) at the rows the student predicts."""
+    if state['remapping']:  # the teacher reads full ids: RARE becomes [UNK]
+        x = shrunk_to_full[x]
+    with torch.no_grad():  # the labels only choose the rows; the teacher's own loss is not used
+        return teacher_model(x, labels=y, document_ids=documents, max_predictions=capacity)[0]
+
+
 # optimizer: rebuilt by parameter name after operations, its state carried over -------------
 def make_optimizer() -> torch.optim.Optimizer:
     # torch's AdamW decays by lr * wd: wd / learning_rate gives the decoupled lr / learning_rate * weight_decay
@@ -338,7 +366,8 @@ def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config),
                 optimizer=optimizer.state_dict(), parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(),
                 iter_num=it, best_val_loss=best_val_loss, config=config, state=state, progress=progress,
-                dataset_meta=meta, tokenizer=data_tokenizer(meta), wandb_run_id=wandb_run_id, metrics_bytes=log.size())
+                dataset_meta=meta, tokenizer=data_tokenizer(meta), teacher=teacher_record, wandb_run_id=wandb_run_id,
+                metrics_bytes=log.size())
 
 
 def save(it: int) -> None:
@@ -437,21 +466,27 @@ while True:
     if capacity is not None:
         overflow |= counts.max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
-    loss_sum = torch.zeros((), device=device)
+    loss_sums = torch.zeros(3, device=device)  # the step's loss, and its MLM and distillation parts
     for m, ((x, y, documents), n) in enumerate(zip(batches, counts)):
         if ddp:  # all-reduce the gradients once, after the last micro-batch, not after each
             model.require_backward_grad_sync = m == len(batches) - 1
         with autocast:
-            _, loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
+            logits, mlm_loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
+            loss, kl = mlm_loss, torch.zeros((), device=device)
+            if teacher_model is not None:
+                loss, kl = mixed_loss(mlm_loss, logits, teacher_logits(x, y, documents, capacity), y, distill_weight,
+                                      distill_temperature, curriculum.space()[0])
         contribution = micro_batch_loss(loss, n, n_pred)
         # DDP averages gradients over the ranks; each contribution is already a share of the global step's loss,
         # so scale it back up to get their sum
         scaler.scale(contribution * world_size).backward()
-        loss_sum += contribution.detach()
+        loss_sums += torch.stack([contribution, micro_batch_loss(mlm_loss, n, n_pred),
+                                  micro_batch_loss(kl, n, n_pred)]).detach()
     scaler.unscale_(optimizer)
     # an infinite max_norm clips nothing: the call then only measures the norm, which the guard below needs
     grad_norm = torch.nn.utils.clip_grad_norm_(trainable, grad_clip if grad_clip > 0 else float('inf'))
-    step_loss = all_reduce(loss_sum)  # the mean over every predicted token of the step, on all ranks
+    loss_sums = all_reduce(loss_sums)  # means over every predicted token of the step, on all ranks
+    step_loss = loss_sums[0]
     if iter_num in inject_nonfinite_at:  # the guard's test: a step whose loss is inf, as if it had overflowed
         step_loss = step_loss * float('inf')
     skip = ~(torch.isfinite(step_loss) & torch.isfinite(grad_norm))  # both identical on every rank
@@ -478,8 +513,11 @@ while True:
         if clock.warm:
             mfu_text = clock.add_mfu(raw_model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size,
                                                             dt, peak_flops, seq_len=state['block_size']))
-        log(dict(iter=iter_num, loss=loss_value, lr=lr, tokens=progress['tokens'], tokens_per_s=tokens_per_iter / dt,
-                 mfu=clock.mfu, grad_norm=grad_norm.item()),
+        parts = {}
+        if teacher_model is not None:
+            parts = dict(zip(('mlm_loss', 'distill_loss'), loss_sums[1:].tolist()))
+        log(dict(iter=iter_num, loss=loss_value, **parts, lr=lr, tokens=progress['tokens'],
+                 tokens_per_s=tokens_per_iter / dt, mfu=clock.mfu, grad_norm=grad_norm.item()),
             f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, "
             f"{100 * (iter_num + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - iter_num - 1)}")
     iter_num += 1

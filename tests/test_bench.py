@@ -52,6 +52,16 @@ def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
     assert by["ours", True, 512]["peak_mem_mb"] < by["ours", True, 50368]["peak_mem_mb"] / 4
 
 
+def test_a_row_with_a_teacher_holds_the_teachers_weights_too(data_root, tmp_path):
+    rows = {r["variant"]: r for r in run_bench(data_root, tmp_path, "--teacher=tiny", "--shrunk_vocab=0")}
+    student, distilling = rows["sdpa"], rows["sdpa, tiny teacher"]
+    config = EncoderConfig(**bench.SHAPES["tiny"], vocab_size=50368, pad_token_id=50260, cls_token_id=50257,
+                           sep_token_id=50258, mask_token_id=50259)
+    teacher_mb = Encoder(config).get_num_params() * 4 / 2**20
+    assert distilling["peak_mem_mb"] > student["peak_mem_mb"] + teacher_mb
+    assert distilling["tokens_per_s"] > 0 and distilling["vs_hf_best"] > 0
+
+
 def test_a_variant_out_of_memory_is_reported_and_the_others_go_on(data_root, tmp_path, capsys, monkeypatch):
     step = bench.train_step
 
@@ -99,6 +109,7 @@ def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--block_sizes=512,x"], "--block_sizes=512,x must be a comma list of positive integers"),
     (["--shapes=huge"], "--shapes=huge: each must be one of tiny, small, base"),
+    (["--teacher=huge"], "--teacher=huge must be one of tiny, small, base"),
     (["--shrunk_vocab=777"], "vocab_777.pt not found"),
     (["--block_sizes=100000"], "exceeds ModernBERT's max_position_embeddings=8192"),
 ])

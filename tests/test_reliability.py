@@ -15,17 +15,21 @@ from conftest import ROOT, TINY, assert_same_weights, losses, read_metrics, stop
 
 
 # what must come back on resume besides the weights: the RNG (dropout), the accumulation, StableAdamW's state,
-# the packed windows
+# the packed windows, the teacher
 RESUME_CASES = {
     'dropout_accumulation': ['--dropout=0.1', '--gradient_accumulation_steps=2'],
     'stable_adamw': ['--optimizer_name=stable_adamw', '--weight_decay_convention=decoupled', '--decay_1d_params=True'],
     'packed_documents': ['--pack_documents=True', '--dropout=0.1'],
+    'distillation': ['--teacher={ckpt}', '--distill_weight=0.7', '--distill_temperature=2.0'],
 }
 
 
 @pytest.mark.parametrize('case', RESUME_CASES)
-def test_resumed_run_equals_uninterrupted(data_root, tmp_path, case):
-    common = [*RESUME_CASES[case], '--eval_interval=2', '--lr_decay_iters=6']  # the schedule's length is fixed
+def test_resumed_run_equals_uninterrupted(data_root, tmp_path, case, request):
+    args = RESUME_CASES[case]
+    if case == 'distillation':  # the teacher: the session's tiny pre-trained checkpoint
+        args = [a.format(ckpt=request.getfixturevalue('ckpt')) for a in args]
+    common = [*args, '--eval_interval=2', '--lr_decay_iters=6']  # the schedule's length is fixed
     train(data_root, tmp_path / 'full', *common, '--max_iters=6')
     train(data_root, tmp_path / 'resumed', *common, '--max_iters=3')
     train(data_root, tmp_path / 'resumed', *common, '--max_iters=6', '--init_from=resume')

@@ -1,0 +1,87 @@
+"""
+Knowledge distillation for train.py: a frozen teacher's soft targets on the predicted rows, mixed into the MLM loss
+(DistilBERT's recipe: the loss is (1 - w) * cross-entropy + w * T^2 * KL(teacher || student) at temperature T).
+
+The teacher reads the student's masked input and predicts at the same rows through its own sparse head, so its cost
+is one forward pass of its encoder plus its decoder on the predicted rows only. In the curriculum's shrunken phase the
+student predicts in the shrunken token space: the teacher reads the input mapped back to full ids (RARE becomes
+[UNK], as the remapping file defines) and its distribution is folded into the shrunken space, RARE receiving the
+summed probability of every token it stands for.
+"""
+import hashlib
+
+import torch
+import torch.nn.functional as F
+
+from checkpoint import fit_model_to_data, load_model
+from configurator import fail
+from model import IGNORE_INDEX, Encoder
+from tokenizer import data_tokenizer, require_same_tokenizer
+
+
+def weights_fingerprint(model: torch.nn.Module) -> str:
+    """A short hash of a model's parameter names, shapes and values: what a resumed run checks its teacher against."""
+    h = hashlib.sha256()
+    for name, t in model.state_dict().items():
+        h.update(f'{name}{tuple(t.shape)}{t.dtype}'.encode())
+        h.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def load_teacher(source: str, meta: dict, block_size: int, device: str) -> tuple[Encoder, dict]:
+    """The frozen teacher at source (a .pt, a Hugging Face folder or hf:<id>, grown to the full vocabulary), checked
+    to read the run's data, in eval mode on device; and its record (source, fingerprint) for the checkpoint.
+    SystemExit with one line when it cannot be the teacher of this data."""
+    loaded = load_model(source, role='teacher')
+    require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f"the teacher {source}",
+                           f"the data ({meta['dataset']})")
+    teacher = loaded.model
+    # in eval mode it attends with SDPA (FlexAttention only trains); the checks are the student's
+    fit_model_to_data(teacher, meta, meta['vocab_size'], block_size, 'auto', role='teacher')
+    teacher.eval().requires_grad_(False)
+    return teacher.to(device), dict(source=source, fingerprint=weights_fingerprint(teacher))
+
+
+def soft_targets(teacher_logits: torch.Tensor, temperature: float, full_to_shrunk: torch.Tensor | None = None,
+                 shrunk_size: int = 0) -> torch.Tensor:
+    """The teacher's distribution [rows, V] at temperature T, in float32; with full_to_shrunk (full id -> shrunken
+    id) folded into the shrunken space of shrunk_size ids, each receiving the summed probability of its full ids."""
+    p = F.softmax(teacher_logits.float() / temperature, dim=-1)
+    if full_to_shrunk is None:
+        return p
+    return p.new_zeros(p.shape[0], shrunk_size).index_add_(1, full_to_shrunk, p)
+
+
+def distillation_loss(student_logits: torch.Tensor, targets: torch.Tensor, labels: torch.Tensor,
+                      temperature: float) -> torch.Tensor:
+    """T^2 * KL(targets || softmax(student_logits / T)), the mean over the predicted rows (Hinton et al.'s T^2 keeps
+    the gradient's scale independent of T). Rows past the number of labels (the padding of a fixed-size head,
+    Encoder.forward's max_predictions) do not count; no prediction gives 0."""
+    n = (labels != IGNORE_INDEX).sum()
+    real = torch.arange(student_logits.shape[0], device=student_logits.device) < n
+    log_q = F.log_softmax(student_logits.float() / temperature, dim=-1)
+    kl = F.kl_div(log_q, targets, reduction='none').sum(-1)  # p log p - p log q, 0 where p is 0
+    return temperature ** 2 * torch.where(real, kl, 0.0).sum() / n.clamp(min=1)
+
+
+def mixed_loss(mlm_loss: torch.Tensor, student_logits: torch.Tensor, teacher_logits: torch.Tensor,
+               labels: torch.Tensor, weight: float, temperature: float,
+               full_to_shrunk: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training loss (1 - w) * mlm_loss + w * T^2 * KL on the predicted rows, and its distillation part. The
+    logits are both models' sparse-head rows for the same labels; full_to_shrunk folds the teacher's into a
+    shrunken student's space."""
+    targets = soft_targets(teacher_logits, temperature, full_to_shrunk, student_logits.shape[-1])
+    kl = distillation_loss(student_logits, targets, labels, temperature)
+    return (1 - weight) * mlm_loss + weight * kl, kl
+
+
+def _described(record: dict | None) -> str:
+    return f"teacher {record['source']} (weights {record['fingerprint']})" if record else "no teacher"
+
+
+def check_same_teacher(saved: dict | None, record: dict | None, path: str) -> None:
+    """Stop with one line unless a resumed run has the teacher (or no teacher) its checkpoint at path was trained
+    with: another one would change the loss mid-run, and resume would no longer continue that run."""
+    if saved != record:
+        fail(f"{path} was trained with {_described(saved)} but this run has {_described(record)}; resume with "
+             f"--teacher={saved['source'] if saved else None}, or start a new run from it with --init_from={path}")
