@@ -466,27 +466,28 @@ while True:
     if capacity is not None:
         overflow |= counts.max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
-    loss_sums = torch.zeros(3, device=device)  # the step's loss, and its MLM and distillation parts
+    loss_sum = torch.zeros((), device=device)
+    loss_parts = torch.zeros(2, device=device)  # with a teacher: the step loss's MLM and distillation parts
     for m, ((x, y, documents), n) in enumerate(zip(batches, counts)):
         if ddp:  # all-reduce the gradients once, after the last micro-batch, not after each
             model.require_backward_grad_sync = m == len(batches) - 1
         with autocast:
-            logits, mlm_loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
-            loss, kl = mlm_loss, torch.zeros((), device=device)
+            logits, loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
             if teacher_model is not None:
+                mlm_loss = loss
                 loss, kl = mixed_loss(mlm_loss, logits, teacher_logits(x, y, documents, capacity), y, distill_weight,
                                       distill_temperature, curriculum.space()[0])
+                loss_parts += torch.stack([micro_batch_loss(mlm_loss, n, n_pred),
+                                           micro_batch_loss(kl, n, n_pred)]).detach()
         contribution = micro_batch_loss(loss, n, n_pred)
         # DDP averages gradients over the ranks; each contribution is already a share of the global step's loss,
         # so scale it back up to get their sum
         scaler.scale(contribution * world_size).backward()
-        loss_sums += torch.stack([contribution, micro_batch_loss(mlm_loss, n, n_pred),
-                                  micro_batch_loss(kl, n, n_pred)]).detach()
+        loss_sum += contribution.detach()
     scaler.unscale_(optimizer)
     # an infinite max_norm clips nothing: the call then only measures the norm, which the guard below needs
     grad_norm = torch.nn.utils.clip_grad_norm_(trainable, grad_clip if grad_clip > 0 else float('inf'))
-    loss_sums = all_reduce(loss_sums)  # means over every predicted token of the step, on all ranks
-    step_loss = loss_sums[0]
+    step_loss = all_reduce(loss_sum)  # the mean over every predicted token of the step, on all ranks
     if iter_num in inject_nonfinite_at:  # the guard's test: a step whose loss is inf, as if it had overflowed
         step_loss = step_loss * float('inf')
     skip = ~(torch.isfinite(step_loss) & torch.isfinite(grad_norm))  # both identical on every rank
@@ -507,6 +508,8 @@ while True:
             fail(f"a micro-batch had more masked tokens than prediction_capacity({window_tokens}, "
                  f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
         read_skips()
+        if teacher_model is not None:  # read, like the loss, at log points only
+            loss_parts = all_reduce(loss_parts)
         dt = clock.lap()  # after the waits above: the time the GPU took, per iteration since the last log point
     if iter_num % log_interval == 0 and master:
         loss_value, mfu_text = step_loss.item(), '-'
@@ -515,7 +518,7 @@ while True:
                                                             dt, peak_flops, seq_len=state['block_size']))
         parts = {}
         if teacher_model is not None:
-            parts = dict(zip(('mlm_loss', 'distill_loss'), loss_sums[1:].tolist()))
+            parts = dict(zip(('mlm_loss', 'distill_loss'), loss_parts.tolist()))
         log(dict(iter=iter_num, loss=loss_value, **parts, lr=lr, tokens=progress['tokens'],
                  tokens_per_s=tokens_per_iter / dt, mfu=clock.mfu, grad_norm=grad_norm.item()),
             f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, "
