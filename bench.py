@@ -49,9 +49,17 @@ SHAPES = {
 }
 # reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
 PEAK_FLOPS = {"cpu": 135e9, "cuda": 989e12}
-# kinds of op in the profile breakdown: (substrings of) their names
-OP_KINDS = {"matmul": ("aten::mm", "aten::addmm", "aten::bmm"), "attention": ("scaled_dot_product", "attention"),
-            "optimizer": ("adam",)}
+# kinds of op in the profile breakdown, first match wins: substrings of the op's (or the kernel's) lowercased name.
+# Inductor names its pointwise and reduction kernels (triton_poi_, triton_red_, triton_per_, triton_for_) after every
+# op they fuse, so "attention" in such a name is the copy or RoPE around attention, not attention itself; they are
+# elementwise unless they compute the loss. Everything launched inside an optimizer's step is "optimizer".
+FUSED_ELEMENTWISE = ("triton_poi_", "triton_red_", "triton_per_", "triton_for_")
+OP_KINDS = {"loss": ("cross_entropy", "nll_loss", "log_softmax"),
+            "attention": ("attention", "sdpa", "flash", "fmha"),
+            "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "gemm", "triton_tem_fused_mm",
+                       "triton_tem_fused_addmm", "triton_tem_fused_bmm"),
+            "elementwise": (*FUSED_ELEMENTWISE, "aten::"),
+            "optimizer": ()}
 # train.py's masking recipe
 MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
 
@@ -68,6 +76,9 @@ DEFAULTS = dict(
     block_sizes=[],  # default 512,1024; --quick 512; --attention 192,256,384,512,1024
     batch_size=None,  # default 8 on the CPU (--quick 4), 32 on CUDA
     compile=None,  # also time torch.compile'd variants of ours (default: on, off with --quick)
+    eager=True,  # time the eager variants too (False, with compile: only the compiled ones, a shorter GPU run)
+    hf='all',  # Hugging Face variants: 'all' | 'best' (only its fastest: sparse flex_attention compiled on CUDA,
+    # sparse SDPA on the CPU) | 'none'
     warmup=None,  # untimed rounds, the last of which measures memory (default 2; 3 when compiling)
     reps=None,  # timed rounds (default 5; --quick 2)
     data_root='data',
@@ -89,6 +100,8 @@ def parse_args(argv: list[str]) -> SimpleNamespace:
     args.shapes = args.shapes or (["small", "base"] if args.device == "cuda" and not args.quick else ["small"])
     if not set(args.shapes) <= set(SHAPES):
         fail(f"--shapes={','.join(map(str, args.shapes))}: each must be one of {', '.join(SHAPES)}")
+    if args.hf not in ("all", "best", "none"):
+        fail(f"--hf={args.hf} must be all, best or none")
     if args.teacher and args.teacher not in SHAPES:
         fail(f"--teacher={args.teacher} must be one of {', '.join(SHAPES)} (or '' for none)")
     args.block_sizes = args.block_sizes or ([192, 256, 384, 512, 1024] if args.attention else [512] if args.quick
@@ -103,6 +116,8 @@ def parse_args(argv: list[str]) -> SimpleNamespace:
     args.compile = (not args.quick) if args.compile is None else args.compile
     args.reps = (2 if args.quick else 5) if args.reps is None else args.reps
     args.warmup = (3 if args.compile else 2) if args.warmup is None else args.warmup
+    if not (args.eager or args.compile):
+        fail("--eager=False leaves nothing to time without --compile=True")
     if args.batch_size < 1 or args.reps < 1 or args.warmup < 1:
         fail("--batch_size, --reps and --warmup must be at least 1")
     if args.shrunk_vocab < 0:
@@ -218,6 +233,12 @@ def hf_variants(ours: Encoder, args: SimpleNamespace, optimizer) -> list[Variant
     options = [(False, "sdpa", False)] + [(True, attn, compiled) for attn in (("sdpa", "flex_attention") if cuda
                                                                               else ("sdpa",))
                                           for compiled in ((False, True) if cuda and args.compile else (False,))]
+    if args.hf == "best":
+        options = options[-1:]
+    elif args.hf == "none":
+        options = []
+    if not args.eager:
+        options = [o for o in options if o[2] or not args.compile]
     variants = []
     with tempfile.TemporaryDirectory() as folder:
         save_pretrained(ours, folder)
@@ -253,7 +274,7 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
     # ours: SDPA (the Band) on any device, FlexAttention on CUDA; documents packed (attention within each, as
     # train.py's pack_documents) and the shrunken vocabulary with the fastest
     attns = ("sdpa", "flex") if args.device == "cuda" else ("sdpa",)
-    compiles = (False, True) if args.compile else (False,)
+    compiles = ((False,) if args.eager else ()) + ((True,) if args.compile else ())
     options = [(attn, compiled, "full") for attn in attns for compiled in compiles]
     ours["documents"] = ours["full"]
     options += [(attns[-1], args.compile, "documents")]
@@ -328,20 +349,34 @@ def profiled_step(step, device: str) -> tuple[int, torch.profiler.profile]:
     return max(itertools.accumulate(e.nbytes() for e in events), default=0), prof
 
 
+def op_kind(name: str, in_optimizer: bool = False) -> str:
+    """The kind of a profiled op or kernel (OP_KINDS), "other" when none fits."""
+    if in_optimizer:
+        return "optimizer"
+    name = name.lower()
+    fused = name.startswith(FUSED_ELEMENTWISE)
+    return next((kind for kind, parts in OP_KINDS.items()
+                 if any(p in name for p in parts) and not (fused and kind == "attention")), "other")
+
+
 def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
     """Self time of a profiled step by kind of op (on CUDA the device time of the kernels each op launched), and the
     names of the three largest ops of kind "other"."""
     seconds = dict.fromkeys((*OP_KINDS, "other"), 0.0)
     other = {}
-    for e in prof.key_averages():
+    for e in prof.events():
         if e.device_type != DeviceType.CPU:  # CUDA kernels: their time is already counted on the op that ran them
             continue
         t = (e.self_device_time_total if device == "cuda" else e.self_cpu_time_total) / 1e6
-        kind = next((k for k, names in OP_KINDS.items() if any(n in e.key for n in names)), "other")
+        if not t:
+            continue
+        parent = e.cpu_parent
+        while parent is not None and not parent.name.startswith("Optimizer.step"):
+            parent = parent.cpu_parent
+        kind = op_kind(e.name, parent is not None)
         seconds[kind] += t
-        if kind == "other":  # torch.compile's graphs run the fused kernels it generated
-            name = "compiled kernels" if "CompiledFxGraph" in e.key else e.key
-            other[name] = other.get(name, 0.0) + t
+        if kind == "other":
+            other[e.name] = other.get(e.name, 0.0) + t
     return seconds, sorted(other, key=other.get, reverse=True)[:3]
 
 
@@ -547,6 +582,7 @@ def step_rows(args: SimpleNamespace) -> list[dict]:
             variants, ours = build_variants(shape, corpus, args, block_size)
             data_seconds = run_rounds(variants, corpus, args, block_size)
             rows += rows_for(shape, block_size, variants, ours, data_seconds, args)
+            write_rows(rows, args.out)  # as it goes: a run stopped at a time limit keeps the shapes it finished
             del variants, ours
             if args.device == "cuda":
                 torch.cuda.empty_cache()
@@ -561,6 +597,14 @@ def step_rows(args: SimpleNamespace) -> list[dict]:
           "profiler, so small ops weigh more than in the timed steps)")
     print(profile_markdown(rows))
     return rows
+
+
+def write_rows(rows: list[dict], out: str) -> None:
+    """The rows as JSON to out (none when out is ''), replaced whole so that a reader never sees half a file."""
+    if out:
+        with open(out + ".tmp", "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(out + ".tmp", out)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -578,11 +622,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(attention_markdown(rows))
     else:
         rows = step_rows(args)
-    if args.out:
-        tmp = args.out + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(rows, f, indent=1)
-        os.replace(tmp, args.out)
+    write_rows(rows, args.out)
     return rows
 
 

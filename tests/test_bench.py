@@ -35,7 +35,7 @@ def test_rows_table_and_memory_on_a_tiny_shape(data_root, tmp_path, capsys):
         assert 0 < r["data_ms"] < r["step_ms"]
         assert (r["shape"], r["block"], r["attn"], r["hf_best"]) == ("tiny", 64, "sdpa", "sparse, sdpa")
         assert r["compile_s"] == 0 and r["graphs"] == r["graph_breaks"] == 0  # eager: dynamo compiles nothing
-        assert all(r["op_s"][k] > 0 for k in ("matmul", "attention", "optimizer", "other")), r["op_s"]
+        assert all(r["op_s"][k] > 0 for k in ("matmul", "attention", "elementwise", "loss", "optimizer")), r["op_s"]
     hf_best = by["hf", True, 50368]
     assert hf_best["vs_hf_best"] == 1.0 and hf_best["vs_hf_default"] > 0
     assert by["ours", True, 50368]["vs_hf_best"] == pytest.approx(
@@ -81,6 +81,33 @@ def test_a_variant_out_of_memory_is_reported_and_the_others_go_on(data_root, tmp
         assert by[key]["tokens_per_s"] > 0 and by[key]["vs_hf_best"] > 0 and by[key]["vs_hf_default"] is None
 
 
+# kernel and op names as an H100 profile of the compiled step recorded them (assets/gpu/h100/bench_small.log)
+@pytest.mark.parametrize("name, kind", [
+    ("aten::_cudnn_attention_backward", "attention"),
+    ("triton_tem_fused_flex_attention_backward_transpose_view_13", "attention"),
+    ("aten::_flash_attention_forward", "attention"),
+    ("aten::mm", "matmul"),
+    ("triton_tem_fused_addmm_gelu_1", "matmul"),
+    ("triton_poi_fused__to_copy_arange_cat_div_mul_neg_pow_reciprocal_sin_slice_unsqueeze_15", "elementwise"),
+    ("triton_poi_fused__unsafe_view_cat_gelu_gelu_backward_mul_split_view_9", "elementwise"),
+    ("triton_poi_fused__scaled_dot_product_cudnn_attention_view_3", "elementwise"),  # the copy into attention
+    ("triton_red_fused__log_softmax_nll_loss_backward_4", "loss"),
+    ("aten::nll_loss_forward", "loss"),
+    ("Memset (Device)", "other"),
+])
+def test_profiled_kernels_are_grouped_by_kind(name, kind):
+    assert bench.op_kind(name) == kind
+    assert bench.op_kind(name, in_optimizer=True) == "optimizer"
+
+
+def test_only_the_variants_asked_for(data_root, tmp_path):
+    rows = run_bench(data_root, tmp_path, "--hf=best", "--shrunk_vocab=0")
+    assert [(r["impl"], r["variant"]) for r in rows] == [("hf", "sparse, sdpa"), ("ours", "sdpa"),
+                                                         ("ours", "sdpa, documents packed")]
+    rows = run_bench(data_root, tmp_path, "--hf=none", "--shrunk_vocab=0")
+    assert [r["impl"] for r in rows] == ["ours", "ours"] and rows[0]["vs_hf_best"] is None
+
+
 def test_optimizer_step_alone(tmp_path, capsys):
     out = tmp_path / "rows.json"
     bench.main(["--optimizer", "--shapes=tiny", "--reps=2", "--warmup=1", f"--out={out}"])
@@ -110,6 +137,8 @@ def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
     (["--block_sizes=512,x"], "--block_sizes=512,x must be a comma list of positive integers"),
     (["--shapes=huge"], "--shapes=huge: each must be one of tiny, small, base"),
     (["--teacher=huge"], "--teacher=huge must be one of tiny, small, base"),
+    (["--hf=fastest"], "--hf=fastest must be all, best or none"),
+    (["--eager=False"], "--eager=False leaves nothing to time without --compile=True"),
     (["--shrunk_vocab=777"], "vocab_777.pt not found"),
     (["--block_sizes=100000"], "exceeds ModernBERT's max_position_embeddings=8192"),
 ])

@@ -1,33 +1,86 @@
 #!/usr/bin/env bash
-# The GPU measurements still to take (docs/gpu/README.md, "Left to measure"), run unattended in order of what they
-# decide. Each step has a time limit and its own log; a failing step does not stop the next. Needs the embedded
-# corpus prepared with its shrunken vocabularies (python prepare.py --shrink_vocab=2048,4096,8192).
-#   bash docs/gpu/measure.sh results/     # about 30 minutes on one H100; `tail results/progress` to follow
+# The GPU measurements (docs/gpu/README.md), as named steps that fit a GPU machine held for at most 30 minutes:
+# about 25 minutes for all of them on one H100, so a session runs them in two or three calls of under 10 minutes.
+# Each step has a time limit and its own log; a failing step does not stop the next; each bench writes its rows as
+# it goes, so a step stopped at its limit keeps the shapes it finished. Needs the embedded corpus prepared with its
+# shrunken vocabularies (python prepare.py --shrink_vocab=2048,4096,8192).
+#   bash docs/gpu/measure.sh results/                          # every step, in order (about 25 minutes)
+#   bash docs/gpu/measure.sh results/ preflight train_gap      # some of them; `tail results/progress` to follow
 set -u
 R=${1:?give a folder for the logs}
+shift
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 PY=${PYTHON:-python3}
-step() {  # step NAME SECONDS COMMAND...
+ALL=(preflight test_cuda train_gap bench_small bench_base bench_base8192 phases curriculum)
+STEPS=("${@:-${ALL[@]}}")
+
+run() {  # run NAME SECONDS COMMAND...: one timed command with its own log
     local name=$1 limit=$2
     shift 2
     echo "$(date +%T) start $name" >>"$R/progress"
-    timeout --kill-after=30 "$limit" "$@" >"$R/$name.log" 2>&1
+    timeout --kill-after=20 "$limit" "$@" >"$R/$name.log" 2>&1
     echo "$(date +%T) end $name rc=$?" >>"$R/progress"
 }
-# 0. the CUDA tests: correctness first (FlexAttention, one graph, the optimizer step without a host sync)
-step test_cuda 300 $PY -m pytest -q tests/test_cuda.py
-# 1. where train.py loses against the bench step: as is, without document packing, with fused AdamW
-#    (StableAdamW, as is, compiles its update too: a longer limit)
-SHORT=(--max_iters=150 --warmup_iters=20 --gradient_accumulation_steps=1 --wandb_log=False --eval_interval=1000
-       --eval_iters=2 --checkpoint_interval=0 --always_save_checkpoint=False --init_from=scratch --overwrite=True)
-step train_as_is 300 $PY train.py config/small_mlm.py "${SHORT[@]}" --out_dir="$R/out"
-step train_no_packing 300 $PY train.py config/small_mlm.py "${SHORT[@]}" --out_dir="$R/out" --pack_documents=False
-step train_fused_adamw 240 $PY train.py config/small_mlm.py "${SHORT[@]}" --out_dir="$R/out" \
-    --optimizer_name=adamw --weight_decay_convention=torch --weight_decay=0.0125
-step bench_optimizer 240 $PY bench.py --optimizer --shapes=small,base --out="$R/bench_optimizer.json"
-# 2. the phases, moved early: one compile per new shape, and steps at 8,192 tokens
-cat >"$R/phases.json" <<'EOF'
+
+train_row() {  # train_row NAME: train.py's median tokens/s past compilation, as a row beside the bench's
+    $PY - "$R/out-$1/metrics.jsonl" "$1" >>"$R/train_rows.jsonl" <<'EOF'
+import json, statistics, sys
+import torch
+records = [json.loads(line) for line in open(sys.argv[1])]
+steps = [r for r in records if "tokens_per_s" in r and r["iter"] >= 30]  # past compilation and warm-up
+print(json.dumps(dict(impl="train.py", variant=sys.argv[2], device="cuda", device_name=torch.cuda.get_device_name(),
+                      shape="small", block=1024, tokens_per_s=statistics.median(r["tokens_per_s"] for r in steps),
+                      mfu=statistics.median(r["mfu"] for r in steps), log_points=len(steps))))
+EOF
+}
+
+preflight() {  # versions, the GPU and its free memory, the data
+    {
+        nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
+        $PY -c "import torch, triton, transformers, numpy; print('torch', torch.__version__, 'triton', \
+triton.__version__, 'transformers', transformers.__version__, 'numpy', numpy.__version__); \
+print('free GiB', torch.cuda.mem_get_info()[0] / 2**30)"
+        ls -l data/shakespeare
+    } >"$R/preflight.log" 2>&1
+    [ -f data/shakespeare/vocab_4096.pt ] || { echo "data/shakespeare is not prepared" >>"$R/progress"; exit 1; }
+}
+
+test_cuda() {  # correctness first: FlexAttention against SDPA, one graph, the optimizer step without a host sync
+    run test_cuda 300 $PY -m pytest -q tests/test_cuda.py
+}
+
+train_gap() {  # where train.py loses against the bench's step: as is, and with packing, StableAdamW or both off
+    local short=(--max_iters=120 --warmup_iters=20 --gradient_accumulation_steps=1 --wandb_log=False
+                 --eval_interval=1000 --eval_iters=2 --checkpoint_interval=0 --always_save_checkpoint=False
+                 --init_from=scratch --overwrite=True)
+    local adamw=(--optimizer_name=adamw --weight_decay_convention=torch --weight_decay=0.0125)
+    run train_as_is 150 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-as_is"
+    run train_no_packing 120 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-no_packing" \
+        --pack_documents=False
+    run train_fused_adamw 120 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-fused_adamw" "${adamw[@]}"
+    run train_neither 120 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-neither" \
+        --pack_documents=False "${adamw[@]}"
+    for name in as_is no_packing fused_adamw neither; do train_row $name; done
+}
+
+bench_small() {  # ModernBERT-small at T 1,024: HF best, ours compiled (Band and flex), documents packed
+    run bench_small 240 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
+        --hf=best --eager=False --out="$R/bench_small.json"
+}
+
+bench_base() {  # ModernBERT-base at T 1,024
+    run bench_base 270 $PY bench.py --shapes=base --block_sizes=1024 --batch_size=32 --shrunk_vocab=0 \
+        --hf=best --eager=False --out="$R/bench_base.json"
+}
+
+bench_base8192() {  # ModernBERT-base at T 8,192: a variant that does not fit is reported as out of memory
+    run bench_base8192 300 $PY bench.py --shapes=base --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 \
+        --hf=best --eager=False --out="$R/bench_base8192.json"
+}
+
+phases() {  # the recipe's phases moved early: one compile per new shape, and steps at 8,192 tokens
+    cat >"$R/phases.json" <<'EOF'
 [{"name": "set_batch_size", "value": 32, "at_iter": 20},
  {"name": "set_batch_size", "value": 64, "at_iter": 40},
  {"name": "set_block_size", "value": 8192, "at_iter": 100},
@@ -35,37 +88,36 @@ cat >"$R/phases.json" <<'EOF'
  {"name": "set_rope_theta", "value": [160000.0, null], "max_wait_iters": 0},
  {"name": "set_lr", "value": 0.0003, "max_wait_iters": 0}]
 EOF
-step phases 420 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" --max_iters=200 \
-    --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=20 --eval_iters=2 --wandb_log=False \
-    --out_dir="$R/out-phases" --init_from=scratch --overwrite=True
-# 3. and 4. ModernBERT-base at 8,192 tokens, and the attention alone
-step bench_base8192 540 $PY bench.py --shapes=base --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 \
-    --out="$R/bench_base8192.json"
-step bench_attention 300 $PY bench.py --attention --block_sizes=1024,8192 --shapes=small,base \
-    --out="$R/bench_attention.json"
-# 5. the curriculum compiled through every operation, stopped (SIGTERM) after one and resumed
-cat >"$R/curriculum.json" <<'EOF'
+    run phases 300 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" --max_iters=140 \
+        --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=20 --eval_iters=2 --wandb_log=False \
+        --out_dir="$R/out-phases" --init_from=scratch --overwrite=True
+}
+
+curriculum() {  # the curriculum compiled through every operation, stopped (SIGTERM) after one and resumed
+    cat >"$R/curriculum.json" <<'EOF'
 [{"name": "resize_vocabulary", "value": [null, 0.01], "at_iter": 100},
  {"name": "disable_vocab_remapping", "value": null, "max_wait_iters": 0},
  {"name": "set_embedding_finetune_mode", "value": true, "max_wait_iters": 0},
  {"name": "set_embedding_finetune_mode", "value": false, "max_wait_iters": 100}]
 EOF
-CURRICULUM=(config/small_mlm_shrink.py --schedule="$R/curriculum.json" --max_iters=300 --warmup_iters=30
-            --gradient_accumulation_steps=1 --eval_interval=50 --eval_iters=5 --checkpoint_interval=50
-            --wandb_log=False --out_dir="$R/out-curriculum")
-echo "$(date +%T) start curriculum" >>"$R/progress"
-$PY train.py "${CURRICULUM[@]}" >"$R/curriculum_1.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do
-    grep -q "set_embedding_finetune_mode(True)" "$R/curriculum_1.log" && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 1
+    local args=(config/small_mlm_shrink.py --schedule="$R/curriculum.json" --max_iters=300 --warmup_iters=30
+                --gradient_accumulation_steps=1 --eval_interval=50 --eval_iters=5 --checkpoint_interval=50
+                --wandb_log=False --out_dir="$R/out-curriculum" --init_from=scratch --overwrite=True)
+    echo "$(date +%T) start curriculum" >>"$R/progress"
+    timeout 240 $PY train.py "${args[@]}" >"$R/curriculum_1.log" 2>&1 &
+    local pid=$! i
+    for i in $(seq 240); do  # stop it once the first operation has fired
+        grep -q "set_embedding_finetune_mode(True)" "$R/curriculum_1.log" && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 1
+    done
+    kill -TERM $pid 2>/dev/null
+    wait $pid
+    run curriculum_2 200 $PY train.py "${args[@]/--init_from=scratch/--init_from=resume}"
+}
+
+for s in "${STEPS[@]}"; do
+    "$s"
 done
-kill -TERM $pid 2>/dev/null
-wait $pid
-step curriculum_2 300 $PY train.py "${CURRICULUM[@]}"
-# 6. if time is left: the small step again, now with ours on packed documents beside the rest (document packing's
-# cost in the bench, side by side with HF best)
-step bench_small_packed 480 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
-    --out="$R/bench_small_packed.json"
+rm -rf "$R"/out-*/ckpt*.pt  # the checkpoints are not results
 touch "$R/DONE"
