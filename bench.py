@@ -77,6 +77,10 @@ DEFAULTS = dict(
     batch_size=None,  # default 8 on the CPU (--quick 4), 32 on CUDA
     compile=None,  # also time torch.compile'd variants of ours (default: on, off with --quick)
     eager=True,  # time the eager variants too (False, with compile: only the compiled ones, a shorter GPU run)
+    attns=[],  # our attention implementations to time (default: sdpa, and flex on CUDA)
+    # ours steps with this optimizer (optim.configure_optimizers; compiled with the model as train.py does): 'adamw'
+    # (fused) | 'stable_adamw' (ModernBERT's recipe). Hugging Face steps with the Trainer's default, fused AdamW
+    optimizer_name='adamw',
     hf='all',  # Hugging Face variants: 'all' | 'best' (only its fastest: sparse flex_attention compiled on CUDA,
     # sparse SDPA on the CPU) | 'none'
     warmup=None,  # untimed rounds, the last of which measures memory (default 2; 3 when compiling)
@@ -100,6 +104,13 @@ def parse_args(argv: list[str]) -> SimpleNamespace:
     args.shapes = args.shapes or (["small", "base"] if args.device == "cuda" and not args.quick else ["small"])
     if not set(args.shapes) <= set(SHAPES):
         fail(f"--shapes={','.join(map(str, args.shapes))}: each must be one of {', '.join(SHAPES)}")
+    cuda = args.device == "cuda"
+    args.attns = args.attns or (["sdpa", "flex"] if cuda else ["sdpa"])
+    if not set(args.attns) <= ({"sdpa", "flex"} if cuda else {"sdpa"}):
+        fail(f"--attns={','.join(map(str, args.attns))}: each must be sdpa{' or flex' if cuda else ''} "
+             f"(FlexAttention trains only on CUDA)")
+    if args.optimizer_name not in ("adamw", "stable_adamw"):
+        fail(f"--optimizer_name={args.optimizer_name} must be adamw or stable_adamw")
     if args.hf not in ("all", "best", "none"):
         fail(f"--hf={args.hf} must be all, best or none")
     if args.teacher and args.teacher not in SHAPES:
@@ -273,7 +284,7 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
                                                                                 fused=True))
     # ours: SDPA (the Band) on any device, FlexAttention on CUDA; documents packed (attention within each, as
     # train.py's pack_documents) and the shrunken vocabulary with the fastest
-    attns = ("sdpa", "flex") if args.device == "cuda" else ("sdpa",)
+    attns = args.attns
     compiles = ((False,) if args.eager else ()) + ((True,) if args.compile else ())
     options = [(attn, compiled, "full") for attn in attns for compiled in compiles]
     ours["documents"] = ours["full"]
@@ -290,7 +301,8 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
         name = attn + (", compile" if compiled else "")
         name += {"full": "", "documents": ", documents packed", "shrunk": f", vocab {raw.config.vocab_size}",
                  "teacher": f", {args.teacher} teacher"}[space]
-        optimizer = configure_optimizers(raw, decay, lr, betas, args.device, eps=eps)
+        optimizer = configure_optimizers(raw, decay, lr, betas, args.device, eps=eps, optimizer=args.optimizer_name,
+                                         compiled=compiled)
         variants.append(Variant("ours", name, True, compiled, data_space, raw, torch.compile(raw) if compiled else raw,
                                 optimizer, attn=attn, max_predictions=capacity if compiled else None))
         if space == "teacher":
@@ -370,10 +382,10 @@ def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
         t = (e.self_device_time_total if device == "cuda" else e.self_cpu_time_total) / 1e6
         if not t:
             continue
-        parent = e.cpu_parent
-        while parent is not None and not parent.name.startswith("Optimizer.step"):
-            parent = parent.cpu_parent
-        kind = op_kind(e.name, parent is not None)
+        within = e  # the op itself or the nearest of its callers that is an optimizer's step (or zero_grad)
+        while within is not None and not within.name.startswith("Optimizer."):
+            within = within.cpu_parent
+        kind = op_kind(e.name, within is not None)
         seconds[kind] += t
         if kind == "other":
             other[e.name] = other.get(e.name, 0.0) + t
@@ -529,7 +541,7 @@ def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, d
 
         rows.append(dict(
             impl=v.impl, variant=v.name, attn=v.attn, sparse=v.sparse, compile=v.compiled,
-            vocab_size=v.raw.config.vocab_size, **common,
+            vocab_size=v.raw.config.vocab_size, optimizer=type(v.optimizer).__name__, **common,
             compile_s=v.first_seconds - dt if v.compiled else 0.0, graphs=v.graphs, graph_breaks=v.graph_breaks,
             hf_best=hf[True] and hf[True].name, tokens_per_s=tokens / dt, peak_mem_mb=v.peak_bytes / 2**20, mfu=mfu,
             of_matmul=mfu * args.peak_flops / args.matmul_flops, vs_hf_best=speedup(hf[True]),

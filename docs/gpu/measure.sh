@@ -10,17 +10,24 @@ set -u
 R=${1:?give a folder for the logs}
 shift
 mkdir -p "$R"
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 PY=${PYTHON:-python3}
 ALL=(preflight test_cuda train_gap bench_small bench_base bench_base8192 phases curriculum)
 STEPS=("${@:-${ALL[@]}}")
 
-run() {  # run NAME SECONDS COMMAND...: one timed command with its own log
-    local name=$1 limit=$2
+stamp() {  # each line of the log with the time it came
+    local line
+    while IFS= read -r line; do printf '%s %s\n' "$(date +%T)" "$line"; done
+}
+
+run() {  # run NAME SECONDS COMMAND...: one timed command with its own log; one still running at its limit gets
+    # SIGABRT, on which Python (PYTHONFAULTHANDLER) prints where every thread was
+    local name=$1 limit=$2 rc
     shift 2
     echo "$(date +%T) start $name" >>"$R/progress"
-    timeout --kill-after=20 "$limit" "$@" >"$R/$name.log" 2>&1
-    echo "$(date +%T) end $name rc=$?" >>"$R/progress"
+    timeout -s ABRT --kill-after=20 "$limit" "$@" 2>&1 | stamp >"$R/$name.log"
+    rc=${PIPESTATUS[0]}
+    echo "$(date +%T) end $name rc=$rc" >>"$R/progress"
 }
 
 train_row() {  # train_row NAME: train.py's median tokens/s past compilation, as a row beside the bench's
