@@ -73,10 +73,9 @@ def op_reset_lr_schedule(cur: "Curriculum", model: Encoder, value, it: int) -> d
 
 
 def op_set_rope_theta(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
-    """[global, local] theta (None keeps one): the rotary tables are computed from the config at every forward."""
-    for key, theta in zip(('global_rope_theta', 'local_rope_theta'), value):
-        if theta is not None:
-            setattr(model.config, key, float(theta))
+    """[global, local] theta (None keeps one); the model recomputes its rotary tables."""
+    current = model.config.global_rope_theta, model.config.local_rope_theta
+    model.set_rope_theta(*(old if new is None else new for old, new in zip(current, value)))
     return {}
 
 

@@ -335,6 +335,18 @@ class Encoder(nn.Module):
         if config.tie_word_embeddings:
             self.decoder.weight = self.model.tok_embeddings.weight
         self._init_weights()
+        self.set_rope_theta(config.global_rope_theta, config.local_rope_theta)
+
+    def set_rope_theta(self, global_theta: float, local_theta: float) -> None:
+        """Set the rotary bases of the global and local layers, and compute their cos/sin tables for every position
+        once, as buffers (not saved: they follow from the config). Computed inside a compiled step instead, they get
+        inlined by inductor into every layer's RoPE kernel, forward and backward, each element recomputing a power,
+        a sine and a cosine."""
+        c = self.config
+        c.global_rope_theta, c.local_rope_theta = float(global_theta), float(local_theta)
+        for kind, theta in (("global", c.global_rope_theta), ("local", c.local_rope_theta)):
+            cos, sin = rope_cos_sin(c.max_position_embeddings, c.head_dim, theta, self.decoder.weight.device)
+            self.register_buffer(f"rope_{kind}", torch.stack((cos, sin)), persistent=False)
 
     @torch.no_grad()
     def _init_weights(self):
@@ -386,8 +398,8 @@ class Encoder(nn.Module):
         if T > c.max_position_embeddings:
             raise ValueError(f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}")
         kinds = {c.layer_kind(i) for i in range(c.num_hidden_layers)}
-        thetas = {"global": c.global_rope_theta, "local": c.local_rope_theta}
-        ropes = {k: rope_cos_sin(T, c.head_dim, thetas[k], input_ids.device) for k in kinds}
+        tables = {"global": self.rope_global, "local": self.rope_local}
+        ropes = {k: tuple(tables[k][:, :T]) for k in kinds}  # (cos, sin) of the first T positions
         build_masks = flex_masks if self.uses_flex(input_ids.device) else attention_masks
         masks = build_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device, document_ids)
         return self.model(input_ids, ropes, masks)

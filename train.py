@@ -299,7 +299,9 @@ def wrap(m: torch.nn.Module) -> torch.nn.Module:
         torch._dynamo.reset()
         m = torch.compile(m)
     if ddp:
-        m = DDP(m, device_ids=[torch.device(device).index] if device_type == 'cuda' else None)
+        # the only buffers are the RoPE tables, the same on every rank: nothing to broadcast before each forward
+        m = DDP(m, device_ids=[torch.device(device).index] if device_type == 'cuda' else None,
+                broadcast_buffers=False)
     return m
 
 

@@ -3,6 +3,7 @@ sparse prediction, masks, config validation, optimizer groups and the FLOPs form
 
 import dataclasses
 import json
+import re
 
 import pytest
 import torch
@@ -260,6 +261,32 @@ def test_static_sparse_head_same_loss_and_gradients_one_graph(arch):
     m.config.attn_implementation = "sdpa"
     torch._dynamo.reset()
     assert torch._dynamo.explain(m)(ids, labels=labels).graph_break_count > 0  # what the capacity avoids
+
+
+def test_rope_tables_are_computed_once_not_inside_the_compiled_step():
+    """The compiled training step (forward and backward) reads RoPE's cos/sin tables: its generated kernels compute
+    no sine or cosine. set_rope_theta (the context-extension operation) gives the model a fresh one's tables."""
+    from torch._inductor.utils import run_and_get_code
+    torch.manual_seed(0)
+    m = Encoder(EncoderConfig(vocab_size=120, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                              num_attention_heads=4, local_attention=8, global_attn_every_n_layers=2, **SPECIAL))
+    ids, mask = padded_batch(120, [64, 64], seq_len=64)
+    labels = random_labels(ids, mask)
+    compiled = torch.compile(m)
+    torch._dynamo.reset()
+
+    def step():
+        compiled(ids, labels=labels, max_predictions=prediction_capacity(ids.numel(), 0.3))[1].backward()
+
+    code = "\n".join(run_and_get_code(step)[1])
+    assert "def call(" in code  # the forward and backward graphs' code
+    assert not re.search(r"std::(sin|cos)\b|\.(sin|cos)\(\)|(tl_math|libdevice)\.(sin|cos)\b", code)
+    torch._dynamo.reset()
+    m.set_rope_theta(1234.0, 55.0)
+    fresh = Encoder(dataclasses.replace(m.config, global_rope_theta=1234.0, local_rope_theta=55.0))
+    fresh.load_state_dict(m.state_dict())
+    assert "rope_global" not in m.state_dict()  # follows from the config: never saved
+    torch.testing.assert_close(m(ids, mask)[0], fresh(ids, mask)[0], rtol=0, atol=0)
 
 
 def test_prediction_capacity_covers_the_binomial_count():

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The GPU measurements (docs/gpu/README.md), as named steps that fit a GPU machine held for at most 30 minutes:
-# about 25 minutes for all of them on one H100, so a session runs them in two or three calls of under 10 minutes.
-# Each step has a time limit and its own log; a failing step does not stop the next; each bench writes its rows as
-# it goes, so a step stopped at its limit keeps the shapes it finished. Needs the embedded corpus prepared with its
-# shrunken vocabularies (python prepare.py --shrink_vocab=2048,4096,8192).
-#   bash docs/gpu/measure.sh results/                          # every step, in order (about 25 minutes)
+# about 26 minutes for all of them on one H100 with a cold compile cache, so a session runs them in three calls of
+# under 10 minutes: `preflight test_cuda train_gap`, `bench_small bench_base`, `bench_base8192 phases`
+# (`curriculum` when a session has time left). Each step has a time limit and its own timestamped log; one still
+# running at its limit prints where every thread was; a failing step does not stop the next; each bench writes its
+# rows as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
+# (python prepare.py --shrink_vocab=2048,4096,8192).
+#   bash docs/gpu/measure.sh results/                          # every step, in order
 #   bash docs/gpu/measure.sh results/ preflight train_gap      # some of them; `tail results/progress` to follow
 set -u
 R=${1:?give a folder for the logs}
@@ -57,33 +59,30 @@ test_cuda() {  # correctness first: FlexAttention against SDPA, one graph, the o
     run test_cuda 300 $PY -m pytest -q tests/test_cuda.py
 }
 
-train_gap() {  # where train.py loses against the bench's step: as is, and with packing, StableAdamW or both off
-    local short=(--max_iters=120 --warmup_iters=20 --gradient_accumulation_steps=1 --wandb_log=False
+train_gap() {  # train.py as the recipe has it (documents packed, StableAdamW), and with neither, against the bench
+    local short=(--max_iters=100 --warmup_iters=20 --gradient_accumulation_steps=1 --wandb_log=False
                  --eval_interval=1000 --eval_iters=2 --checkpoint_interval=0 --always_save_checkpoint=False
                  --init_from=scratch --overwrite=True)
-    local adamw=(--optimizer_name=adamw --weight_decay_convention=torch --weight_decay=0.0125)
-    run train_as_is 150 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-as_is"
-    run train_no_packing 120 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-no_packing" \
-        --pack_documents=False
-    run train_fused_adamw 120 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-fused_adamw" "${adamw[@]}"
-    run train_neither 120 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-neither" \
-        --pack_documents=False "${adamw[@]}"
-    for name in as_is no_packing fused_adamw neither; do train_row $name; done
+    run train_as_is 290 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-as_is"
+    run train_neither 210 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-neither" \
+        --pack_documents=False --optimizer_name=adamw --weight_decay_convention=torch --weight_decay=0.0125
+    train_row as_is
+    train_row neither
 }
 
-bench_small() {  # ModernBERT-small at T 1,024: HF best, ours compiled (Band and flex), documents packed
-    run bench_small 240 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
-        --hf=best --eager=False --out="$R/bench_small.json"
+bench_small() {  # ModernBERT-small at T 1,024: HF best, ours compiled, ours with documents packed
+    run bench_small 330 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
+        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw --out="$R/bench_small.json"
 }
 
 bench_base() {  # ModernBERT-base at T 1,024
-    run bench_base 270 $PY bench.py --shapes=base --block_sizes=1024 --batch_size=32 --shrunk_vocab=0 \
-        --hf=best --eager=False --out="$R/bench_base.json"
+    run bench_base 330 $PY bench.py --shapes=base --block_sizes=1024 --batch_size=32 --shrunk_vocab=0 \
+        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw --out="$R/bench_base.json"
 }
 
 bench_base8192() {  # ModernBERT-base at T 8,192: a variant that does not fit is reported as out of memory
-    run bench_base8192 300 $PY bench.py --shapes=base --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 \
-        --hf=best --eager=False --out="$R/bench_base8192.json"
+    run bench_base8192 400 $PY bench.py --shapes=base --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 \
+        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw --out="$R/bench_base8192.json"
 }
 
 phases() {  # the recipe's phases moved early: one compile per new shape, and steps at 8,192 tokens
