@@ -19,16 +19,32 @@ class RunLog:
         """Bytes logged so far: a checkpoint keeps it, so that a resumed run knows where its log left off."""
         return os.path.getsize(self.path) if os.path.exists(self.path) else 0
 
-    def open(self, keep_bytes: int | None, wandb_settings: dict | None = None) -> str | None:
+    def run_settings(self) -> dict | None:
+        """The settings of the run that started the log (its first record), None when it has none (an empty log, or
+        one written before runs recorded them)."""
+        if not self.size():
+            return None
+        with open(self.path) as f:
+            try:
+                return json.loads(f.readline()).get('run_settings')
+            except (json.JSONDecodeError, AttributeError):
+                return None
+
+    def open(self, keep_bytes: int | None, wandb_settings: dict | None = None,
+             run_settings: dict | None = None) -> str | None:
         """Start logging: keep the first keep_bytes of the log (0 for a fresh run; a resumed one drops the records of
         the steps after its checkpoint, from an attempt that was killed, and logs them again, so that the log holds
-        each iteration once; None keeps it all); with wandb_settings, wandb.init them. Returns wandb's run id."""
+        each iteration once; None keeps it all); a new log starts with run_settings, so that a restart can tell its
+        own log from another run's; with wandb_settings, wandb.init them. Returns wandb's run id."""
         if not self.master:
             return None
         os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
         if keep_bytes is not None and self.size() > keep_bytes:
             os.truncate(self.path, keep_bytes)
         self._drop_torn_line()
+        if run_settings is not None and not self.size():
+            with open(self.path, 'a') as f:  # the file only: wandb has the settings as its run config
+                f.write(json.dumps(dict(iter=0, run_settings=run_settings)) + '\n')
         if wandb_settings is None:
             return None
         import wandb

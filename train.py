@@ -19,7 +19,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_model, load_start_checkpoint,
-                        save_checkpoint, scratch_config)
+                        other_run_settings, save_checkpoint, scratch_config)
 from configurator import check_at_least, check_choices, fail
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
@@ -226,6 +226,14 @@ if init_from != 'resume' and not overwrite and not eval_only and not auto_resume
         if os.path.exists(os.path.join(out_dir, _name)):
             fail(f"{os.path.join(out_dir, _name)} exists; use --init_from=resume to continue that run, another "
                  f"--out_dir, or --overwrite=True to start over")
+# auto with no checkpoint starts over a log only when it is this run's (an attempt killed before its first save)
+if auto_resume and init_from != 'resume' and not overwrite and not eval_only and log.size():
+    _saved = log.run_settings()
+    if _saved is None or other_run_settings(_saved, config):
+        _which = 'records no settings' if _saved is None else 'has ' + ', '.join(
+            f"{k}={_saved[k]!r} (not {config[k]!r})" for k in other_run_settings(_saved, config))
+        fail(f"{log.path} is another run's log (it {_which}); use another --out_dir, or --overwrite=True to "
+             f"start over")
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
     _mapping, _space = curriculum.space()
@@ -406,7 +414,7 @@ def step_batches(it: int) -> list:
 # training loop -------------------------------------------------------------------------------
 wandb_settings = (dict(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode, id=wandb_run_id)
                   if wandb_log else None)
-wandb_run_id = log.open(None if eval_only else keep_metrics_bytes, wandb_settings) or wandb_run_id
+wandb_run_id = log.open(None if eval_only else keep_metrics_bytes, wandb_settings, config) or wandb_run_id
 log(line=f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
     f"{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} process(es), "
     f"device {device}, {dtype}")

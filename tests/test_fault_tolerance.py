@@ -37,8 +37,17 @@ def test_an_out_dir_that_is_a_file_stops_with_one_line(data_root, tmp_path):
 def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):
     out = tmp_path / 'run'
     out.mkdir()
-    (out / 'metrics.jsonl').write_text('{"iter": 0, "loss": 11.0}\n')  # an attempt killed before its first save
-    first = train(data_root, out, '--init_from=auto', '--max_iters=5', '--eval_interval=100', '--checkpoint_interval=2')
+    foreign = '{"iter": 0, "loss": 11.0}\n'  # another run's log: it records no settings
+    (out / 'metrics.jsonl').write_text(foreign)
+    refused = train(data_root, out, '--init_from=auto', '--max_iters=5', check=False)
+    assert refused.returncode != 0
+    assert refused.stderr.strip() == (f"train.py: {out / 'metrics.jsonl'} is another run's log (it records no "
+                                      f"settings); use another --out_dir, or --overwrite=True to start over")
+    assert (out / 'metrics.jsonl').read_text() == foreign  # nothing touched
+    args = ('--init_from=auto', '--max_iters=5', '--eval_interval=100', '--checkpoint_interval=2')
+    train(data_root, out, *args, '--overwrite=True')
+    os.remove(out / 'ckpt.pt')  # as if killed before its first save: auto starts this run over its own log
+    first = train(data_root, out, *args)
     assert 'resuming' not in first.stdout
     saved = [line for line in first.stdout.splitlines() if 'saved' in line]
     assert saved == [f'iter {i}: saved {out / "ckpt.pt"}' for i in (2, 4, 5)]
@@ -51,6 +60,12 @@ def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):
                                     f"(not 0.002); use another out_dir, or --init_from=resume to continue it with this "
                                     f"run's settings")
     assert load_checkpoint(str(out / 'ckpt.pt'))['iter_num'] == 7  # nothing touched
+    os.remove(out / 'ckpt.pt')
+    log = (out / 'metrics.jsonl').read_text()
+    other = train(data_root, out, '--init_from=auto', '--max_iters=9', '--learning_rate=2e-3', check=False)
+    assert other.returncode != 0 and "metrics.jsonl is another run's log (it has learning_rate=0.001 (not 0.002))" \
+        in other.stderr
+    assert (out / 'metrics.jsonl').read_text() == log
 
 
 def test_several_nodes_with_restarts_need_a_store_per_attempt(data_root, tmp_path):

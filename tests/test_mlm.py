@@ -102,6 +102,22 @@ def test_documents_are_found_a_chunk_at_a_time(tmp_path, monkeypatch):
     assert len(whole[0]) > 35  # every document starts a piece, the long ones more than one
 
 
+def test_many_shards_are_each_scanned_once_per_run(tmp_path):
+    # document packing draws every batch's windows across all shards: each shard's index is built once, however
+    # many shards there are (a bounded cache re-read every shard at every batch past its size)
+    paths = []
+    for k in range(19):
+        (tmp_path / f'{k}').mkdir()
+        write_documents(tmp_path / f'{k}', [30, 12, 50] * 4)
+        paths.append(str(tmp_path / f'{k}' / 'train.bin'))
+    mlm.document_pieces.cache_clear()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        mlm.get_document_windows(paths, 'uint16', 4, 16, 1, gen, 'cpu')
+    info = mlm.document_pieces.cache_info()
+    assert (info.misses, info.hits) == (19, 19 * 19)
+
+
 def test_windows_of_several_files_lie_within_one_and_cover_all(tmp_path):
     # a split in three files: every window (random or document-packed) is a run of one file, and each file gets
     # windows in proportion to what it holds
