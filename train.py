@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_model, load_start_checkpoint,
                         other_run_settings, save_checkpoint, scratch_config)
-from configurator import check_at_least, check_choices, fail
+from configurator import check_at_least, check_choices, fail, first_line
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
 from distill import check_same_teacher, load_teacher, mixed_loss
@@ -307,9 +307,7 @@ def wrap(m: torch.nn.Module) -> torch.nn.Module:
         torch._dynamo.reset()
         m = torch.compile(m)
     if ddp:
-        # the only buffers are the RoPE tables, the same on every rank: nothing to broadcast before each forward
-        m = DDP(m, device_ids=[torch.device(device).index] if device_type == 'cuda' else None,
-                broadcast_buffers=False)
+        m = DDP(m, device_ids=[torch.device(device).index] if device_type == 'cuda' else None)
     return m
 
 
@@ -382,13 +380,20 @@ def checkpoint_state(it: int) -> dict:
 
 def save(it: int) -> None:
     read_skips()  # the checkpoint counts every skipped step, and none is saved past max_skipped_steps of them
+    problem = ''
     if master:
-        save_checkpoint(checkpoint_state(it), ckpt_path)
-        log(line=f"iter {it}: saved {ckpt_path}")
-        if keep_last_checkpoints > 0:
-            keep_last(ckpt_path, it, keep_last_checkpoints)
-    if ddp:
-        dist.barrier()
+        try:
+            save_checkpoint(checkpoint_state(it), ckpt_path)
+        except OSError as e:  # a full disk, a folder gone read-only: the previous checkpoint is still whole
+            problem = (f"cannot save {ckpt_path} at iter {it} ({first_line(e)}); free space or fix {out_dir}, then "
+                       f"resume: the last checkpoint saved is intact")
+        else:
+            log(line=f"iter {it}: saved {ckpt_path}")
+            if keep_last_checkpoints > 0:
+                keep_last(ckpt_path, it, keep_last_checkpoints)
+    # every rank learns whether rank 0 saved (in place of a barrier, where the others would wait for it forever)
+    if all_reduce(torch.tensor(float(bool(problem)), device=device), dist.ReduceOp.MAX).item():
+        fail(problem or f"rank 0 could not save {ckpt_path} at iter {it} (its error says why)")
 
 
 stop_requested = threading.Event()

@@ -14,7 +14,8 @@ from conftest import ROOT, TINY, assert_same_weights, read_metrics, stop_in_proc
 
 # Loaded by every process of the test's torchrun runs. A relaunched rank 0 that starts late, so that the other rank
 # reaches the store first (where it used to find the last attempt's addresses and wait on them forever); and a slow
-# disk, for the kill in the middle of a checkpoint write: while the flag file exists, fsync takes a minute.
+# disk, for the kill in the middle of a checkpoint write: while the flag file exists, fsync takes a minute; and a full
+# disk, while its flag file exists.
 SITECUSTOMIZE = '''import os, time
 if os.environ.get('RANK') == '0' and int(os.environ.get('TORCHELASTIC_RESTART_COUNT', 0)) > 0:
     time.sleep(3)
@@ -22,6 +23,8 @@ _fsync = os.fsync
 def fsync(fd):
     if os.path.exists(os.environ.get('NANOBERT_TEST_SLOW_FSYNC', '/nonexistent')):
         time.sleep(60)
+    if os.path.exists(os.environ.get('NANOBERT_TEST_FULL_DISK', '/nonexistent')):
+        raise OSError(28, 'No space left on device')
     _fsync(fd)
 os.fsync = fsync
 '''
@@ -66,6 +69,31 @@ def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):
     assert other.returncode != 0 and "metrics.jsonl is another run's log (it has learning_rate=0.001 (not 0.002))" \
         in other.stderr
     assert (out / 'metrics.jsonl').read_text() == log
+
+
+def test_a_full_disk_at_a_save_stops_every_rank_with_one_line_and_keeps_the_last_checkpoint(data_root, tmp_path):
+    (tmp_path / 'site').mkdir()
+    (tmp_path / 'site' / 'sitecustomize.py').write_text(SITECUSTOMIZE)
+    full = tmp_path / 'full'
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / 'site'), NANOBERT_TEST_FULL_DISK=str(full))
+    out = tmp_path / 'run'
+    args = ['train.py', *TINY, f'--data_root={data_root}', '--gradient_accumulation_steps=2', '--eval_interval=100',
+            '--checkpoint_interval=2', '--init_from=auto', f'--out_dir={out}']
+
+    def torchrun(max_iters: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                               *args, f'--max_iters={max_iters}'], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    assert torchrun(4).returncode == 0
+    full.touch()  # the disk fills up: the save at iteration 6 fails on rank 0
+    result = torchrun(8)
+    assert result.returncode != 0  # both ranks stopped: none waits at a barrier for ever (timeout above)
+    assert (f"train.py: cannot save {out / 'ckpt.pt'} at iter 6 (OSError: [Errno 28] No space left on device); "
+            f"free space or fix {out}, then resume: the last checkpoint saved is intact") in result.stderr
+    assert f"train.py: rank 0 could not save {out / 'ckpt.pt'} at iter 6" in result.stderr
+    assert load_checkpoint(str(out / 'ckpt.pt'))['iter_num'] == 4
+    assert sorted(os.listdir(out)) == ['ckpt.pt', 'metrics.jsonl']  # no half-written file left
 
 
 def test_several_nodes_with_restarts_need_a_store_per_attempt(data_root, tmp_path):
