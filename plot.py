@@ -48,6 +48,7 @@ def read_metrics(path: str) -> list[dict]:
                 records.append(json.loads(line))
             except json.JSONDecodeError:
                 print(f"warning: {path}:{lineno} is not a JSON record; skipped", file=sys.stderr)
+    records = [r for r in records if "run_settings" not in r]  # the first record: the run's settings, no metric
     if not records:
         fail(f"{path} is empty: train.py logs after its first evaluation")
     return records

@@ -95,8 +95,9 @@ def stop_in_process(script: str, *args: str) -> str:
 
 
 def read_metrics(out_dir) -> list[dict]:
+    """The run's metric records (the first record, the run's settings, is not one)."""
     with open(os.path.join(out_dir, 'metrics.jsonl')) as f:
-        return [json.loads(line) for line in f]
+        return [r for r in map(json.loads, f) if 'run_settings' not in r]
 
 
 def losses(out_dir, start: int = 0) -> dict:
