@@ -8,6 +8,7 @@ transformers' ModernBertForMaskedLM loaded with the same weights.
     python bench.py --attention              # sliding-window attention alone: the dense window vs blocks
     python bench.py --optimizer              # one optimizer step alone: StableAdamW against fused AdamW
     python bench.py --teacher=base           # also ours with a ModernBERT-base teacher (train.py --teacher)
+    python bench.py --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw   # a short GPU run
 
 Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
 them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;

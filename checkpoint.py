@@ -158,10 +158,12 @@ RESTART_SETTINGS = {'max_iters', 'lr_decay_iters', 'eval_interval', 'log_interva
                     'compile', 'peak_flops', 'max_skipped_steps'}
 
 
-def other_run_settings(saved: dict, config: dict) -> list[str]:
-    """The settings in which the run that saved a checkpoint (its config) differs from this one, beyond those a
-    restart may change; settings the checkpoint does not know count as the same."""
-    return [k for k, v in config.items() if k not in RESTART_SETTINGS and saved.get(k, v) != v]
+def other_run_settings(saved: dict, config: dict) -> str:
+    """The settings in which the run that saved a checkpoint or started a log (its config) differs from this one,
+    beyond those a restart may change, as 'key=saved (not this)'; '' when none. Settings the saved config does not
+    know count as the same."""
+    return ', '.join(f"{k}={saved[k]!r} (not {v!r})" for k, v in config.items()
+                     if k not in RESTART_SETTINGS and saved.get(k, v) != v)
 
 
 def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_run: dict | None = None) -> dict:
@@ -185,8 +187,7 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_r
              f"or a new out_dir")
     changed = other_run_settings(ckpt.get('config', {}), same_run or {})
     if changed:
-        settings = ', '.join(f"{k}={ckpt['config'][k]!r} (not {same_run[k]!r})" for k in changed)
-        fail(f"{path} is another run's: it has {settings}; use another out_dir, or --init_from=resume to "
+        fail(f"{path} is another run's: it has {changed}; use another out_dir, or --init_from=resume to "
              f"continue it with this run's settings")
     return ckpt
 

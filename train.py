@@ -229,11 +229,10 @@ if init_from != 'resume' and not overwrite and not eval_only and not auto_resume
 # auto with no checkpoint starts over a log only when it is this run's (an attempt killed before its first save)
 if auto_resume and init_from != 'resume' and not overwrite and not eval_only and log.size():
     _saved = log.run_settings()
-    if _saved is None or other_run_settings(_saved, config):
-        _which = 'records no settings' if _saved is None else 'has ' + ', '.join(
-            f"{k}={_saved[k]!r} (not {config[k]!r})" for k in other_run_settings(_saved, config))
-        fail(f"{log.path} is another run's log (it {_which}); use another --out_dir, or --overwrite=True to "
-             f"start over")
+    _changed = other_run_settings(_saved, config) if _saved is not None else ''
+    if _saved is None or _changed:
+        fail(f"{log.path} is another run's log (it {'has ' + _changed if _changed else 'records no settings'}); "
+             f"use another --out_dir, or --overwrite=True to start over")
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
     _mapping, _space = curriculum.space()

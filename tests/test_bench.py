@@ -104,8 +104,10 @@ def test_only_the_variants_asked_for(data_root, tmp_path):
     rows = run_bench(data_root, tmp_path, "--hf=best", "--shrunk_vocab=0")
     assert [(r["impl"], r["variant"]) for r in rows] == [("hf", "sparse, sdpa"), ("ours", "sdpa"),
                                                          ("ours", "sdpa, documents packed")]
-    rows = run_bench(data_root, tmp_path, "--hf=none", "--shrunk_vocab=0")
+    assert [r["optimizer"] for r in rows] == ["AdamW", "AdamW", "AdamW"]
+    rows = run_bench(data_root, tmp_path, "--hf=none", "--shrunk_vocab=0", "--optimizer_name=stable_adamw")
     assert [r["impl"] for r in rows] == ["ours", "ours"] and rows[0]["vs_hf_best"] is None
+    assert [r["optimizer"] for r in rows] == ["StableAdamW", "StableAdamW"]  # the recipe's, as train.py builds it
 
 
 def test_optimizer_step_alone(tmp_path, capsys):
@@ -138,6 +140,8 @@ def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
     (["--shapes=huge"], "--shapes=huge: each must be one of tiny, small, base"),
     (["--teacher=huge"], "--teacher=huge must be one of tiny, small, base"),
     (["--hf=fastest"], "--hf=fastest must be all, best or none"),
+    (["--attns=flex"], "--attns=flex: each must be sdpa (FlexAttention trains only on CUDA)"),
+    (["--optimizer_name=sgd"], "--optimizer_name=sgd must be adamw or stable_adamw"),
     (["--eager=False"], "--eager=False leaves nothing to time without --compile=True"),
     (["--shrunk_vocab=777"], "vocab_777.pt not found"),
     (["--block_sizes=100000"], "exceeds ModernBERT's max_position_embeddings=8192"),
