@@ -109,16 +109,16 @@ def attention_masks(attention_mask: torch.Tensor | None, seq_len: int, half_wind
     layers [B, 1, 1, T] padding, or [B, 1, T, T] with documents (None with neither: SDPA's fastest kernels); for
     local ones a Band, in blocks of one window when T spans at least BAND_FROM_WINDOWS windows, else one block."""
     valid, batch = padding_and_documents(attention_mask, document_ids)
-    masks = {"global": None}
+    masks = {'global': None}
     if document_ids is not None:
         positions = torch.arange(seq_len, device=device)
-        masks["global"] = rule_grid(mask_rule(valid, document_ids, None), positions, positions, batch)
+        masks['global'] = rule_grid(mask_rule(valid, document_ids, None), positions, positions, batch)
     elif valid is not None:
-        masks["global"] = valid[:, None, None, :]  # keys only: every query has a real key
-    if "local" in kinds:
+        masks['global'] = valid[:, None, None, :]  # keys only: every query has a real key
+    if 'local' in kinds:
         window = 2 * half_window
         block = window if seq_len >= BAND_FROM_WINDOWS * window else seq_len
-        masks["local"] = band_mask(mask_rule(valid, document_ids, half_window), seq_len, half_window, block, device,
+        masks['local'] = band_mask(mask_rule(valid, document_ids, half_window), seq_len, half_window, block, device,
                                    batch)
     return masks
 
@@ -134,7 +134,7 @@ def flex_masks(attention_mask: torch.Tensor | None, seq_len: int, half_window: i
     valid, batch = padding_and_documents(attention_mask, document_ids)
     masks = {}
     for kind in kinds:
-        rule = mask_rule(valid, document_ids, half_window if kind == "local" else None)
+        rule = mask_rule(valid, document_ids, half_window if kind == 'local' else None)
         key = (kind, seq_len, half_window, str(device))
         if rule is None:
             masks[kind] = None
@@ -164,9 +164,9 @@ def flex(q, k, v, block_mask: BlockMask) -> torch.Tensor:
     global _compiled_flex_attention
     if torch.compiler.is_compiling():
         return flex_attention(q, k, v, block_mask=block_mask)
-    if q.device.type == "cpu":
+    if q.device.type == 'cpu':
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+            warnings.filterwarnings('ignore', message='flex_attention called without torch.compile')
             return flex_attention(q, k, v, block_mask=block_mask)
     if _compiled_flex_attention is None:
         _compiled_flex_attention = torch.compile(flex_attention, dynamic=False)

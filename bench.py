@@ -44,23 +44,23 @@ from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig
 from optim import configure_optimizers, step_unless
 
 SHAPES = {
-    "tiny": dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
-    "small": dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=768),
-    "base": dict(hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
+    'tiny': dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2, intermediate_size=128),  # smoke tests
+    'small': dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=768),
+    'base': dict(hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
 }
 # reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
-PEAK_FLOPS = {"cpu": 135e9, "cuda": 989e12}
+PEAK_FLOPS = {'cpu': 135e9, 'cuda': 989e12}
 # kinds of op in the profile breakdown, first match wins: substrings of the op's (or the kernel's) lowercased name.
 # Inductor names its pointwise and reduction kernels (triton_poi_, triton_red_, triton_per_, triton_for_) after every
 # op they fuse, so "attention" in such a name is the copy or RoPE around attention, not attention itself; they are
 # elementwise unless they compute the loss. Everything launched inside an optimizer's step is "optimizer".
-FUSED_ELEMENTWISE = ("triton_poi_", "triton_red_", "triton_per_", "triton_for_")
-OP_KINDS = {"loss": ("cross_entropy", "nll_loss", "log_softmax"),
-            "attention": ("attention", "sdpa", "flash", "fmha"),
-            "matmul": ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "gemm", "triton_tem_fused_mm",
-                       "triton_tem_fused_addmm", "triton_tem_fused_bmm"),
-            "elementwise": (*FUSED_ELEMENTWISE, "aten::"),
-            "optimizer": ()}
+FUSED_ELEMENTWISE = ('triton_poi_', 'triton_red_', 'triton_per_', 'triton_for_')
+OP_KINDS = {'loss': ('cross_entropy', 'nll_loss', 'log_softmax'),
+            'attention': ('attention', 'sdpa', 'flash', 'fmha'),
+            'matmul': ('aten::mm', 'aten::addmm', 'aten::bmm', 'aten::linear', 'gemm', 'triton_tem_fused_mm',
+                       'triton_tem_fused_addmm', 'triton_tem_fused_bmm'),
+            'elementwise': (*FUSED_ELEMENTWISE, 'aten::'),
+            'optimizer': ()}
 # train.py's masking recipe
 MASK_RATE, MASK_TOKEN_PROB, RANDOM_TOKEN_PROB = 0.30, 0.8, 0.1
 
@@ -98,43 +98,43 @@ DEFAULTS = dict(
 def parse_args(argv: list[str]) -> SimpleNamespace:
     """--key=value options (configurator.configure) with their defaults resolved, checked."""
     args = SimpleNamespace(**configure(DEFAULTS, argv))
-    if args.device not in ("cpu", "cuda"):
-        fail(f"--device={args.device} must be cpu or cuda")
-    if args.device == "cuda" and not torch.cuda.is_available():
-        fail("--device=cuda but CUDA is not available; pass --device=cpu")
-    args.shapes = args.shapes or (["small", "base"] if args.device == "cuda" and not args.quick else ["small"])
+    if args.device not in ('cpu', 'cuda'):
+        fail(f'--device={args.device} must be cpu or cuda')
+    if args.device == 'cuda' and not torch.cuda.is_available():
+        fail('--device=cuda but CUDA is not available; pass --device=cpu')
+    args.shapes = args.shapes or (['small', 'base'] if args.device == 'cuda' and not args.quick else ['small'])
     if not set(args.shapes) <= set(SHAPES):
         fail(f"--shapes={','.join(map(str, args.shapes))}: each must be one of {', '.join(SHAPES)}")
-    cuda = args.device == "cuda"
-    args.attns = args.attns or (["sdpa", "flex"] if cuda else ["sdpa"])
-    if not set(args.attns) <= ({"sdpa", "flex"} if cuda else {"sdpa"}):
+    cuda = args.device == 'cuda'
+    args.attns = args.attns or (['sdpa', 'flex'] if cuda else ['sdpa'])
+    if not set(args.attns) <= ({'sdpa', 'flex'} if cuda else {'sdpa'}):
         fail(f"--attns={','.join(map(str, args.attns))}: each must be sdpa{' or flex' if cuda else ''} "
-             f"(FlexAttention trains only on CUDA)")
-    if args.optimizer_name not in ("adamw", "stable_adamw"):
-        fail(f"--optimizer_name={args.optimizer_name} must be adamw or stable_adamw")
-    if args.hf not in ("all", "best", "none"):
-        fail(f"--hf={args.hf} must be all, best or none")
+             f'(FlexAttention trains only on CUDA)')
+    if args.optimizer_name not in ('adamw', 'stable_adamw'):
+        fail(f'--optimizer_name={args.optimizer_name} must be adamw or stable_adamw')
+    if args.hf not in ('all', 'best', 'none'):
+        fail(f'--hf={args.hf} must be all, best or none')
     if args.teacher and args.teacher not in SHAPES:
         fail(f"--teacher={args.teacher} must be one of {', '.join(SHAPES)} (or '' for none)")
     args.block_sizes = args.block_sizes or ([192, 256, 384, 512, 1024] if args.attention else [512] if args.quick
                                             else [512, 1024])
     if not all(isinstance(b, int) and b > 0 for b in args.block_sizes):
         fail(f"--block_sizes={','.join(map(str, args.block_sizes))} must be a comma list of positive integers, "
-             f"e.g. 512,1024")
+             f'e.g. 512,1024')
     longest = EncoderConfig().max_position_embeddings
     if max(args.block_sizes) > longest:
         fail(f"--block_sizes={max(args.block_sizes)} exceeds ModernBERT's max_position_embeddings={longest}")
-    args.batch_size = args.batch_size or (32 if args.device == "cuda" else 4 if args.quick else 8)
+    args.batch_size = args.batch_size or (32 if args.device == 'cuda' else 4 if args.quick else 8)
     args.compile = (not args.quick) if args.compile is None else args.compile
     args.reps = (2 if args.quick else 5) if args.reps is None else args.reps
     args.warmup = (3 if args.compile else 2) if args.warmup is None else args.warmup
     if not (args.eager or args.compile):
-        fail("--eager=False leaves nothing to time without --compile=True")
+        fail('--eager=False leaves nothing to time without --compile=True')
     if args.batch_size < 1 or args.reps < 1 or args.warmup < 1:
-        fail("--batch_size, --reps and --warmup must be at least 1")
+        fail('--batch_size, --reps and --warmup must be at least 1')
     if args.shrunk_vocab < 0:
-        fail(f"--shrunk_vocab={args.shrunk_vocab} must be a vocabulary size from prepare.py --shrink_vocab, "
-             "or 0 to skip")
+        fail(f'--shrunk_vocab={args.shrunk_vocab} must be a vocabulary size from prepare.py --shrink_vocab, '
+             'or 0 to skip')
     args.peak_flops = args.peak_flops or PEAK_FLOPS[args.device]
     return args
 
@@ -154,21 +154,21 @@ class Corpus:
 
 def load_corpus(args: SimpleNamespace) -> Corpus:
     data_dir = os.path.join(args.data_root, args.dataset)
-    hint = f"run: python prepare.py --dataset={args.dataset} --shrink_vocab={args.shrunk_vocab or 4096}"
+    hint = f'run: python prepare.py --dataset={args.dataset} --shrink_vocab={args.shrunk_vocab or 4096}'
     meta = load_dataset(data_dir, max(args.block_sizes), hint)  # the token files whole and longer than a block
     remap = full_to_shrunk = shrunk = None
     if args.shrunk_vocab:
-        path = os.path.join(data_dir, f"vocab_{args.shrunk_vocab}.pt")
+        path = os.path.join(data_dir, f'vocab_{args.shrunk_vocab}.pt')
         if not os.path.isfile(path):
-            fail(f"{path} not found; {hint}, or pass --shrunk_vocab=0")
+            fail(f'{path} not found; {hint}, or pass --shrunk_vocab=0')
         remap = load_remap(path, hint)
-        full_to_shrunk = remap["full_to_shrunk"].to(args.device)
+        full_to_shrunk = remap['full_to_shrunk'].to(args.device)
         shrunk = TokenSpace(remap, args.device)
     return Corpus(data_dir, meta, TokenSpace(meta, args.device), shrunk, full_to_shrunk, remap)
 
 
 def sync(device: str) -> None:
-    if device == "cuda":
+    if device == 'cuda':
         torch.cuda.synchronize()
 
 
@@ -186,10 +186,10 @@ def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int
     the seconds each took: windows (whole documents, packed), host-to-device copy, masking and (shrunk) remapping,
     as train.py makes them (mlm.masked_batch)."""
     batches, seconds = {}, {}
-    kinds = [("full", corpus.full, None, False), ("documents", corpus.full, None, True)]
+    kinds = [('full', corpus.full, None, False), ('documents', corpus.full, None, True)]
     if corpus.shrunk is not None:
-        kinds.append(("shrunk", corpus.shrunk, corpus.full_to_shrunk, False))
-    paths = shard_paths(corpus.data_dir, "train", corpus.meta)
+        kinds.append(('shrunk', corpus.shrunk, corpus.full_to_shrunk, False))
+    paths = shard_paths(corpus.data_dir, 'train', corpus.meta)
     for name, space, mapping, packed in kinds:
         seconds[name], batches[name] = timed(
             lambda: masked_batch(paths, corpus.meta, (args.batch_size, block_size), space, mapping, MASK_RATE,
@@ -210,7 +210,7 @@ class Variant:
     raw: torch.nn.Module  # the module (its parameters and config)
     net: torch.nn.Module  # what runs the step: raw, or torch.compile(raw)
     optimizer: torch.optim.Optimizer
-    attn: str = "sdpa"  # the attention implementation
+    attn: str = 'sdpa'  # the attention implementation
     max_predictions: int | None = None  # ours compiled: the static-shape head's rows
     first_seconds: float = 0.0  # the first step: compilation included
     graphs: int = 0  # graphs dynamo compiled, and graph breaks, over the warm-up steps
@@ -220,11 +220,11 @@ class Variant:
     peak_bytes: int = 0
     op_seconds: dict = field(default_factory=dict)  # the profiled step's self time by kind of op
     top_other: list = field(default_factory=list)  # its largest other ops
-    error: str = ""  # why it stopped taking steps (out of memory), if it did
+    error: str = ''  # why it stopped taking steps (out of memory), if it did
     teacher: torch.nn.Module | None = None  # ours distilling: the frozen teacher (compiled with the student)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None) -> torch.Tensor:
-        if self.impl == "hf":
+        if self.impl == 'hf':
             return self.net(input_ids=x, labels=y).loss
         logits, loss = self.net(x, labels=y, document_ids=documents, max_predictions=self.max_predictions)
         if self.teacher is None:
@@ -241,13 +241,13 @@ def hf_variants(ours: Encoder, args: SimpleNamespace, optimizer) -> list[Variant
     from transformers import ModernBertForMaskedLM
     from transformers.utils import logging
     logging.disable_progress_bar()
-    cuda = args.device == "cuda"
-    options = [(False, "sdpa", False)] + [(True, attn, compiled) for attn in (("sdpa", "flex_attention") if cuda
-                                                                              else ("sdpa",))
+    cuda = args.device == 'cuda'
+    options = [(False, 'sdpa', False)] + [(True, attn, compiled) for attn in (('sdpa', 'flex_attention') if cuda
+                                                                              else ('sdpa',))
                                           for compiled in ((False, True) if cuda and args.compile else (False,))]
-    if args.hf == "best":
+    if args.hf == 'best':
         options = options[-1:]
-    elif args.hf == "none":
+    elif args.hf == 'none':
         options = []
     if not args.eager:
         options = [o for o in options if o[2] or not args.compile]
@@ -259,10 +259,10 @@ def hf_variants(ours: Encoder, args: SimpleNamespace, optimizer) -> list[Variant
                 m = ModernBertForMaskedLM.from_pretrained(folder, attn_implementation=attn,
                                                           sparse_prediction=sparse).to(args.device)
             except (ImportError, ValueError) as e:
-                print(f"  hf {attn}: not available here ({str(e).splitlines()[0]})", file=sys.stderr)
+                print(f'  hf {attn}: not available here ({str(e).splitlines()[0]})', file=sys.stderr)
                 continue
             name = f"{'sparse' if sparse else 'dense logits'}, {attn}{', compile' if compiled else ''}"
-            variants.append(Variant("hf", name, sparse, compiled, "full", m, torch.compile(m) if compiled else m,
+            variants.append(Variant('hf', name, sparse, compiled, 'full', m, torch.compile(m) if compiled else m,
                                     optimizer(m.parameters()), attn=attn))
     return variants
 
@@ -271,42 +271,42 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
     """The variants of one shape, and our eager model of each token space (for the FLOP count)."""
     torch.manual_seed(args.seed)
     meta = corpus.meta
-    config = EncoderConfig(**SHAPES[shape], vocab_size=meta["vocab_size"], **{k: meta[k] for k in SPECIAL_IDS})
-    ours = {"full": Encoder(config).to(args.device)}
+    config = EncoderConfig(**SHAPES[shape], vocab_size=meta['vocab_size'], **{k: meta[k] for k in SPECIAL_IDS})
+    ours = {'full': Encoder(config).to(args.device)}
     if corpus.remap is not None:
-        small = Encoder(replace(config, vocab_size=corpus.remap["shrunk_vocab_size"],
+        small = Encoder(replace(config, vocab_size=corpus.remap['shrunk_vocab_size'],
                                 **{k: corpus.remap[k] for k in SPECIAL_IDS}))
-        body = {k: v for k, v in ours["full"].state_dict().items() if v.shape == small.state_dict()[k].shape}
+        body = {k: v for k, v in ours['full'].state_dict().items() if v.shape == small.state_dict()[k].shape}
         small.load_state_dict(body, strict=False)  # the body starts from the same weights
-        ours["shrunk"] = small.to(args.device)
+        ours['shrunk'] = small.to(args.device)
     # each as its users train it: HF with the Trainer's default optimizer (adamw_torch_fused), ours as train.py does
     lr, betas, eps, decay = 1e-4, (0.9, 0.98), 1e-6, 1e-5
-    variants = hf_variants(ours["full"], args, lambda params: torch.optim.AdamW(params, lr, betas, eps, decay,
+    variants = hf_variants(ours['full'], args, lambda params: torch.optim.AdamW(params, lr, betas, eps, decay,
                                                                                 fused=True))
     # ours: SDPA (the Band) on any device, FlexAttention on CUDA; documents packed (attention within each, as
     # train.py's pack_documents) and the shrunken vocabulary with the fastest
     attns = args.attns
     compiles = ((False,) if args.eager else ()) + ((True,) if args.compile else ())
-    options = [(attn, compiled, "full") for attn in attns for compiled in compiles]
-    ours["documents"] = ours["full"]
-    options += [(attns[-1], args.compile, "documents")]
-    if "shrunk" in ours:
-        options += [(attns[-1], args.compile, "shrunk")]
+    options = [(attn, compiled, 'full') for attn in attns for compiled in compiles]
+    ours['documents'] = ours['full']
+    options += [(attns[-1], args.compile, 'documents')]
+    if 'shrunk' in ours:
+        options += [(attns[-1], args.compile, 'shrunk')]
     if args.teacher:
-        options += [(attns[-1], args.compile, "teacher")]
+        options += [(attns[-1], args.compile, 'teacher')]
     capacity = prediction_capacity(args.batch_size * block_size, MASK_RATE)
     for attn, compiled, space in options:
-        data_space = "full" if space == "teacher" else space  # a teacher reads the student's batches
+        data_space = 'full' if space == 'teacher' else space  # a teacher reads the student's batches
         raw = copy.deepcopy(ours[data_space])
         raw.config.attn_implementation = attn
-        name = attn + (", compile" if compiled else "")
-        name += {"full": "", "documents": ", documents packed", "shrunk": f", vocab {raw.config.vocab_size}",
-                 "teacher": f", {args.teacher} teacher"}[space]
+        name = attn + (', compile' if compiled else '')
+        name += {'full': '', 'documents': ', documents packed', 'shrunk': f', vocab {raw.config.vocab_size}',
+                 'teacher': f', {args.teacher} teacher'}[space]
         optimizer = configure_optimizers(raw, decay, lr, betas, args.device, eps=eps, optimizer=args.optimizer_name,
                                          compiled=compiled)
-        variants.append(Variant("ours", name, True, compiled, data_space, raw, torch.compile(raw) if compiled else raw,
+        variants.append(Variant('ours', name, True, compiled, data_space, raw, torch.compile(raw) if compiled else raw,
                                 optimizer, attn=attn, max_predictions=capacity if compiled else None))
-        if space == "teacher":
+        if space == 'teacher':
             teacher = Encoder(replace(config, **SHAPES[args.teacher])).to(args.device).eval().requires_grad_(False)
             variants[-1].teacher = torch.compile(teacher) if compiled else teacher
     return variants, ours
@@ -328,10 +328,10 @@ def drop(v: Variant, why: str) -> None:
     v.error = why
     v.optimizer.state.clear()
     v.raw.zero_grad(set_to_none=True)
-    v.raw.to("cpu")
+    v.raw.to('cpu')
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-    print(f"  {v.impl} {v.name}: {why}; the other variants go on", file=sys.stderr, flush=True)
+    print(f'  {v.impl} {v.name}: {why}; the other variants go on', file=sys.stderr, flush=True)
 
 
 def held_bytes(v: Variant) -> int:
@@ -345,19 +345,19 @@ def held_bytes(v: Variant) -> int:
 
 def profiled_step(step, device: str) -> tuple[int, torch.profiler.profile]:
     """Run one step under the profiler: the most it allocates beyond what was allocated before it, and the profile."""
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    if device == "cuda":
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == 'cuda' else [])
+    if device == 'cuda':
         torch.cuda.synchronize()
         before = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
     with profile(activities=activities, profile_memory=True) as prof:
         step()
         sync(device)
-    if device == "cuda":
+    if device == 'cuda':
         return torch.cuda.max_memory_allocated() - before, prof
     # the CPU allocator keeps no statistics: the profiler's memory events (+bytes on allocation, -bytes on free)
     # give the running total of what the step allocates
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == '[memory]'),
                     key=lambda e: e.start_ns())
     return max(itertools.accumulate(e.nbytes() for e in events), default=0), prof
 
@@ -365,30 +365,30 @@ def profiled_step(step, device: str) -> tuple[int, torch.profiler.profile]:
 def op_kind(name: str, in_optimizer: bool = False) -> str:
     """The kind of a profiled op or kernel (OP_KINDS), "other" when none fits."""
     if in_optimizer:
-        return "optimizer"
+        return 'optimizer'
     name = name.lower()
     fused = name.startswith(FUSED_ELEMENTWISE)
     return next((kind for kind, parts in OP_KINDS.items()
-                 if any(p in name for p in parts) and not (fused and kind == "attention")), "other")
+                 if any(p in name for p in parts) and not (fused and kind == 'attention')), 'other')
 
 
 def op_seconds(prof: profile, device: str) -> tuple[dict, list]:
     """Self time of a profiled step by kind of op (on CUDA the device time of the kernels each op launched), and the
     names of the three largest ops of kind "other"."""
-    seconds = dict.fromkeys((*OP_KINDS, "other"), 0.0)
+    seconds = dict.fromkeys((*OP_KINDS, 'other'), 0.0)
     other = {}
     for e in prof.events():
         if e.device_type != DeviceType.CPU:  # CUDA kernels: their time is already counted on the op that ran them
             continue
-        t = (e.self_device_time_total if device == "cuda" else e.self_cpu_time_total) / 1e6
+        t = (e.self_device_time_total if device == 'cuda' else e.self_cpu_time_total) / 1e6
         if not t:
             continue
         within = e  # the op itself or the nearest of its callers that is an optimizer's step (or zero_grad)
-        while within is not None and not within.name.startswith("Optimizer."):
+        while within is not None and not within.name.startswith('Optimizer.'):
             within = within.cpu_parent
         kind = op_kind(e.name, within is not None)
         seconds[kind] += t
-        if kind == "other":
+        if kind == 'other':
             other[e.name] = other.get(e.name, 0.0) + t
     return seconds, sorted(other, key=other.get, reverse=True)[:3]
 
@@ -415,7 +415,7 @@ def take_step(v: Variant, batch: tuple, r: int, args: SimpleNamespace, autocast)
 def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, block_size: int) -> dict:
     """Warm-up rounds, then timed rounds; in each, every variant takes one step on the round's batch.
     Returns the data path's seconds per batch for each token space."""
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if args.device == "cuda" else nullcontext()
+    autocast = torch.autocast('cuda', dtype=torch.bfloat16) if args.device == 'cuda' else nullcontext()
     data_seconds = {}
     for r in range(args.warmup + args.reps):
         batches, seconds = make_batch(corpus, args, block_size, seed_for(args.seed, block_size, r))
@@ -425,24 +425,24 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, b
             try:
                 take_step(v, batches[v.space], r, args, autocast)
             except torch.OutOfMemoryError:  # at long blocks some implementations do not fit: say so, go on
-                drop(v, "out of memory")
+                drop(v, 'out of memory')
         if r >= args.warmup:
             for space, s in seconds.items():
                 data_seconds.setdefault(space, []).append(s)
-        print(f"  round {r + 1}/{args.warmup + args.reps} done", file=sys.stderr, flush=True)
+        print(f'  round {r + 1}/{args.warmup + args.reps} done', file=sys.stderr, flush=True)
     return {space: statistics.median(s) for space, s in data_seconds.items()}
 
 
 def graph_counts() -> tuple[int, int]:
     """Graphs dynamo has compiled and graph breaks it has met, so far in this process."""
     from torch._dynamo.utils import counters
-    return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
+    return counters['stats']['unique_graphs'], sum(counters['graph_break'].values())
 
 
 def matmul_flops(device: str) -> float:
     """FLOP/s of a large square matmul in the step's dtype, the fastest of 10 after warm-up: the most this
     machine's matmul kernels deliver now, to set the model's FLOP/s against."""
-    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    dtype = torch.bfloat16 if device == 'cuda' else torch.float32
     a, b = (torch.randn(2048, 2048, device=device, dtype=dtype) for _ in range(2))
     seconds = [timed(lambda: a @ b, device)[0] for _ in range(12)]
     return 2 * 2048**3 / min(seconds[2:])
@@ -453,13 +453,13 @@ def attention_rows(shape: str, block_size: int, args: SimpleNamespace) -> list[d
     dense window (one block) and blocks of one window, taking turns; the speed-up is the median per-round ratio."""
     c = EncoderConfig(**SHAPES[shape])
     half = c.local_attention // 2
-    dtype = torch.bfloat16 if args.device == "cuda" else torch.float32
+    dtype = torch.bfloat16 if args.device == 'cuda' else torch.float32
     rope = rope_cos_sin(block_size, c.head_dim, c.local_rope_theta, args.device)
     rule = mask_rule(None, None, half)
-    bands = {"dense": band_mask(rule, block_size, half, block_size, args.device),
-             "banded": band_mask(rule, block_size, half, 2 * half, args.device)}
-    if args.device == "cuda":  # FlexAttention's backward runs only there
-        bands["flex"] = flex_masks(None, block_size, half, {"local"}, args.device)["local"]
+    bands = {'dense': band_mask(rule, block_size, half, block_size, args.device),
+             'banded': band_mask(rule, block_size, half, 2 * half, args.device)}
+    if args.device == 'cuda':  # FlexAttention's backward runs only there
+        bands['flex'] = flex_masks(None, block_size, half, {'local'}, args.device)['local']
     q, k, v = (torch.randn(args.batch_size, c.num_attention_heads, block_size, c.head_dim, device=args.device,
                            dtype=dtype, requires_grad=True) for _ in range(3))
 
@@ -473,10 +473,10 @@ def attention_rows(shape: str, block_size: int, args: SimpleNamespace) -> list[d
             dt = timed(lambda: step(band), args.device)[0]
             if r >= args.warmup:
                 seconds[name].append(dt)
-    return [dict(impl="ours", variant=f"attention, {name}", model=shape, device=args.device, dtype=str(dtype)[6:],
-                 block_size=block_size, batch_size=args.batch_size, blocks=len(getattr(band, "spans", [0])),
+    return [dict(impl='ours', variant=f'attention, {name}', model=shape, device=args.device, dtype=str(dtype)[6:],
+                 block_size=block_size, batch_size=args.batch_size, blocks=len(getattr(band, 'spans', [0])),
                  step_ms=1e3 * statistics.median(seconds[name]),
-                 vs_dense=statistics.median(d / s for d, s in zip(seconds["dense"], seconds[name])))
+                 vs_dense=statistics.median(d / s for d, s in zip(seconds['dense'], seconds[name])))
             for name, band in bands.items()]
 
 
@@ -487,9 +487,9 @@ def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
     raw = Encoder(EncoderConfig(**SHAPES[shape], vocab_size=50368)).to(args.device)
     for p in raw.parameters():
         p.grad = torch.randn_like(p) * 1e-3
-    names = ("adamw", "stable_adamw", "stable_adamw, compiled")  # compiled: as train.py builds it with --compile
+    names = ('adamw', 'stable_adamw', 'stable_adamw, compiled')  # compiled: as train.py builds it with --compile
     optimizers = {n: configure_optimizers(raw, 1e-5, 1e-4, (0.9, 0.98), args.device, eps=1e-6,
-                                          optimizer=n.split(",")[0], compiled=n.endswith("compiled"))
+                                          optimizer=n.split(',')[0], compiled=n.endswith('compiled'))
                   for n in names}
     seconds = {n: [] for n in names}
     finite = torch.zeros((), dtype=torch.bool, device=args.device)  # as train.py steps: skip decided on the device
@@ -499,37 +499,37 @@ def optimizer_rows(shape: str, args: SimpleNamespace) -> list[dict]:
             if r >= args.warmup:
                 seconds[n].append(dt)
     tensors = sum(1 for _ in raw.parameters())
-    return [dict(impl="ours", variant=f"optimizer, {n}", model=shape, device=args.device, tensors=tensors,
+    return [dict(impl='ours', variant=f'optimizer, {n}', model=shape, device=args.device, tensors=tensors,
                  params=raw.get_num_params(), step_ms=1e3 * statistics.median(seconds[n]),
-                 vs_adamw=statistics.median(s / a for s, a in zip(seconds[n], seconds["adamw"]))) for n in names]
+                 vs_adamw=statistics.median(s / a for s, a in zip(seconds[n], seconds['adamw']))) for n in names]
 
 
 def optimizer_markdown(rows: list[dict]) -> str:
-    lines = ["| model | optimizer | tensors | ms per step | vs fused AdamW |", "|---|---|---|---|---|"]
+    lines = ['| model | optimizer | tensors | ms per step | vs fused AdamW |', '|---|---|---|---|---|']
     lines += [f"| {r['model']} | {r['variant'].removeprefix('optimizer, ')} | {r['tensors']} | {r['step_ms']:.1f} "
               f"| {r['vs_adamw']:.2f}x |" for r in rows]
-    return "\n".join(lines)
+    return '\n'.join(lines)
 
 
 def attention_markdown(rows: list[dict]) -> str:
-    lines = ["| model | block | variant | blocks | ms (forward + backward) | vs dense |", "|---|---|---|---|---|---|"]
+    lines = ['| model | block | variant | blocks | ms (forward + backward) | vs dense |', '|---|---|---|---|---|---|']
     lines += [f"| {r['model']} | {r['block_size']} | {r['variant']} | {r['blocks']} | {r['step_ms']:.1f} "
               f"| {r['vs_dense']:.2f}x |" for r in rows]
-    return "\n".join(lines)
+    return '\n'.join(lines)
 
 
 def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, data_seconds: dict,
              args: SimpleNamespace) -> list[dict]:
     tokens = args.batch_size * block_size
-    device_name = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or "cpu"
+    device_name = torch.cuda.get_device_name() if args.device == 'cuda' else platform.processor() or 'cpu'
     common = dict(device=args.device, device_name=device_name, shape=shape, model=shape, block=block_size,
                   block_size=block_size, batch_size=args.batch_size,
-                  dtype="bfloat16" if args.device == "cuda" else "float32")
+                  dtype='bfloat16' if args.device == 'cuda' else 'float32')
     rows = [dict(impl=v.impl, variant=v.name, attn=v.attn, sparse=v.sparse, compile=v.compiled,
                  vocab_size=v.raw.config.vocab_size, error=v.error, **common) for v in variants if v.error]
     variants = [v for v in variants if not v.error]
     # HF best: the fastest of its sparse-prediction variants; HF default: dense logits, eager SDPA
-    hf = {sparse: min((v for v in variants if v.impl == "hf" and v.sparse == sparse),
+    hf = {sparse: min((v for v in variants if v.impl == 'hf' and v.sparse == sparse),
                       key=lambda v: statistics.median(v.seconds), default=None) for sparse in (False, True)}
     for v in variants:
         dt = statistics.median(v.seconds)
@@ -552,62 +552,62 @@ def rows_for(shape: str, block_size: int, variants: list[Variant], ours: dict, d
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| model | block | impl | variant | vocab | tokens/s | vs HF best | vs HF default | peak MB | MFU "
-             "| of matmul | data path | compile s | graphs / breaks |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    ratio = lambda x: "-" if x is None else f"{x:.2f}x"  # noqa: E731
+    lines = ['| model | block | impl | variant | vocab | tokens/s | vs HF best | vs HF default | peak MB | MFU '
+             '| of matmul | data path | compile s | graphs / breaks |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    ratio = lambda x: '-' if x is None else f'{x:.2f}x'  # noqa: E731
     for r in rows:
-        if r.get("error"):
+        if r.get('error'):
             lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
-                         f"| {r['error']} |" + " |" * 8)
+                         f"| {r['error']} |" + ' |' * 8)
             continue
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {r['vocab_size']:,} "
                      f"| {r['tokens_per_s']:,.0f} | {ratio(r['vs_hf_best'])} | {ratio(r['vs_hf_default'])} "
                      f"| {r['peak_mem_mb']:,.0f} | {100 * r['mfu']:.1f}% "
                      f"| {100 * r['of_matmul']:.0f}% | {100 * r['data_ms'] / r['step_ms']:.2f}% "
                      f"| {r['compile_s']:.0f} | {r['graphs']} / {r['graph_breaks']} |")
-    return "\n".join(lines)
+    return '\n'.join(lines)
 
 
 def profile_markdown(rows: list[dict]) -> str:
-    kinds = (*OP_KINDS, "other")
+    kinds = (*OP_KINDS, 'other')
     lines = [f"| model | block | impl | variant | profiled s | {' | '.join(kinds)} | largest other ops |",
-             "|---|---|---|---|---|" + "---|" * len(kinds) + "---|"]
-    for r in (r for r in rows if not r.get("error")):
-        total = sum(r["op_s"].values())
-        shares = " | ".join(f"{100 * r['op_s'][k] / total:.0f}%" for k in kinds)
+             '|---|---|---|---|---|' + '---|' * len(kinds) + '---|']
+    for r in (r for r in rows if not r.get('error')):
+        total = sum(r['op_s'].values())
+        shares = ' | '.join(f"{100 * r['op_s'][k] / total:.0f}%" for k in kinds)
         lines.append(f"| {r['model']} | {r['block_size']} | {r['impl']} | {r['variant']} | {total:.2f} | {shares} "
                      f"| {', '.join(r['top_other_ops'])} |")
-    return "\n".join(lines)
+    return '\n'.join(lines)
 
 
 def step_rows(args: SimpleNamespace) -> list[dict]:
     """The training-step table: every variant of every shape and block size."""
     corpus = load_corpus(args)
-    if args.device == "cuda":
+    if args.device == 'cuda':
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
     args.matmul_flops = matmul_flops(args.device)
     rows = []
     for shape in args.shapes:
         for block_size in args.block_sizes:
-            print(f"{shape}, block {block_size}, batch {args.batch_size}, {args.device}", file=sys.stderr, flush=True)
+            print(f'{shape}, block {block_size}, batch {args.batch_size}, {args.device}', file=sys.stderr, flush=True)
             variants, ours = build_variants(shape, corpus, args, block_size)
             data_seconds = run_rounds(variants, corpus, args, block_size)
             rows += rows_for(shape, block_size, variants, ours, data_seconds, args)
             write_rows(rows, args.out)  # as it goes: a run stopped at a time limit keeps the shapes it finished
             del variants, ours
-            if args.device == "cuda":
+            if args.device == 'cuda':
                 torch.cuda.empty_cache()
-    dtype = "bf16 autocast" if args.device == "cuda" else "fp32"
+    dtype = 'bf16 autocast' if args.device == 'cuda' else 'fp32'
     print(f"{rows[0]['device_name']}, {dtype}, batch {args.batch_size}, torch {torch.__version__}; HF best = the "
-          f"fastest sparse HF variant; medians of {args.reps} "
-          f"rounds after {args.warmup} warm-up; MFU against {args.peak_flops / 1e9:,.0f} GFLOP/s; "
-          f"of matmul = model FLOP/s as a share of the fastest 2048^3 matmul, measured now: "
-          f"{args.matmul_flops / 1e9:,.0f} GFLOP/s; data path = windows + masking (+ remapping) as % of the step")
+          f'fastest sparse HF variant; medians of {args.reps} '
+          f'rounds after {args.warmup} warm-up; MFU against {args.peak_flops / 1e9:,.0f} GFLOP/s; '
+          f'of matmul = model FLOP/s as a share of the fastest 2048^3 matmul, measured now: '
+          f'{args.matmul_flops / 1e9:,.0f} GFLOP/s; data path = windows + masking (+ remapping) as % of the step')
     print(markdown(rows))
-    print("\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the "
-          "profiler, so small ops weigh more than in the timed steps)")
+    print('\nWhere the time goes: self time by kind of op in the warm-up step that measured memory (under the '
+          'profiler, so small ops weigh more than in the timed steps)')
     print(profile_markdown(rows))
     return rows
 
@@ -615,9 +615,9 @@ def step_rows(args: SimpleNamespace) -> list[dict]:
 def write_rows(rows: list[dict], out: str) -> None:
     """The rows as JSON to out (none when out is ''), replaced whole so that a reader never sees half a file."""
     if out:
-        with open(out + ".tmp", "w") as f:
+        with open(out + '.tmp', 'w') as f:
             json.dump(rows, f, indent=1)
-        os.replace(out + ".tmp", out)
+        os.replace(out + '.tmp', out)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -625,13 +625,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     if args.optimizer:
         rows = [r for shape in args.shapes for r in optimizer_rows(shape, args)]
-        print(f"{args.device}, torch {torch.__version__}; medians of {args.reps} rounds after {args.warmup} warm-up")
+        print(f'{args.device}, torch {torch.__version__}; medians of {args.reps} rounds after {args.warmup} warm-up')
         print(optimizer_markdown(rows))
     elif args.attention:
         rows = [r for shape in args.shapes for block_size in args.block_sizes
                 for r in attention_rows(shape, block_size, args)]
-        print(f"{args.device}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} rounds "
-              f"after {args.warmup} warm-up")
+        print(f'{args.device}, batch {args.batch_size}, torch {torch.__version__}; medians of {args.reps} rounds '
+              f'after {args.warmup} warm-up')
         print(attention_markdown(rows))
     else:
         rows = step_rows(args)
@@ -639,5 +639,5 @@ def main(argv: list[str] | None = None) -> list[dict]:
     return rows
 
 
-if __name__ == "__main__":
+if __name__ == '__main__':
     main()

@@ -72,11 +72,11 @@ def load_checkpoint(path: str) -> dict:
     try:
         ckpt = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... depending on the damage
-        fail(f"cannot read {path} ({first_line(e)}): it is not a complete checkpoint (half-written, "
-             f"truncated or another kind of file); use a ckpt.pt written by train.py or init_guide.py")
+        fail(f'cannot read {path} ({first_line(e)}): it is not a complete checkpoint (half-written, '
+             f'truncated or another kind of file); use a ckpt.pt written by train.py or init_guide.py')
     if not isinstance(ckpt, dict) or 'model' not in ckpt or 'model_args' not in ckpt:
         fail(f"{path} is a torch file but not a nanoBERT checkpoint (no 'model' and 'model_args'); use a "
-             f"ckpt.pt written by train.py or init_guide.py")
+             f'ckpt.pt written by train.py or init_guide.py')
     return ckpt
 
 
@@ -87,7 +87,7 @@ def checkpoint_encoder(ckpt: dict) -> Encoder:
         model.load_state_dict(ckpt['model'])
     except (TypeError, ValueError, RuntimeError) as e:  # unknown config keys, bad values, weights of another shape
         fail(f"the checkpoint's model_args and weights do not make a model ({first_line(e)}); it was "
-             f"written by another version of nanoBERT or edited")
+             f'written by another version of nanoBERT or edited')
     return model
 
 
@@ -97,14 +97,14 @@ def checkpoint_remap(ckpt: dict) -> dict | None:
     if not ckpt.get('state', {}).get('remapping'):
         return None
     path = ckpt['config']['vocab_remapping_file']
-    hint = "run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab"
+    hint = 'run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab'
     if not os.path.isfile(path):
-        fail(f"the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}")
+        fail(f'the checkpoint is in a shrunken vocabulary and its remapping file {path} is missing; {hint}')
     remap = load_remap(path, hint)
     same_data = remap['fingerprint'] == ckpt['dataset_meta']['fingerprint']
     if not same_data or remap['shrunk_vocab_size'] != ckpt['model_args']['vocab_size']:
-        fail(f"{path} was made from other data than the checkpoint was trained on (fingerprint or size "
-             f"differ); use the vocab_K.pt of the dataset preparation it was trained with")
+        fail(f'{path} was made from other data than the checkpoint was trained on (fingerprint or size '
+             f'differ); use the vocab_K.pt of the dataset preparation it was trained with')
     return remap
 
 
@@ -125,7 +125,7 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
     if source.endswith('.pt'):
         if not os.path.isfile(source):
             fail(f"no {role + ' ' if role else ''}checkpoint at {source}; train one first "
-                 f"(python train.py config/demo_cpu.py)")
+                 f'(python train.py config/demo_cpu.py)')
         ckpt = load_checkpoint(source)
         model, remap = checkpoint_encoder(ckpt), checkpoint_remap(ckpt)
         if remap is not None and full_vocabulary:
@@ -144,10 +144,10 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
         model = load_pretrained(folder)
     except LocalEntryNotFoundError:
         fail(f"{role or 'model'} '{name}' is not a local folder and the Hugging Face hub cannot be reached (offline, "
-             "or HF_HUB_OFFLINE=1): pass a local ModernBertForMaskedLM folder, a NeoBERT folder or a train.py ckpt.pt")
+             'or HF_HUB_OFFLINE=1): pass a local ModernBertForMaskedLM folder, a NeoBERT folder or a train.py ckpt.pt')
     except Exception as e:  # a folder or hub entry that is not a ModernBERT or NeoBERT model
         fail(f"cannot load {role or 'the model'} '{name}' ({first_line(e)}); give a train.py ckpt.pt or a Hugging "
-             f"Face ModernBERT or NeoBERT folder (export_hf.py writes one)")
+             f'Face ModernBERT or NeoBERT folder (export_hf.py writes one)')
     return LoadedModel(model, folder_tokenizer(folder), None, None)
 
 
@@ -162,7 +162,7 @@ def other_run_settings(saved: dict, config: dict) -> str:
     """The settings in which the run that saved a checkpoint or started a log (its config) differs from this one,
     beyond those a restart may change, as 'key=saved (not this)'; '' when none. Settings the saved config does not
     know count as the same."""
-    return ', '.join(f"{k}={saved[k]!r} (not {v!r})" for k, v in config.items()
+    return ', '.join(f'{k}={saved[k]!r} (not {v!r})' for k, v in config.items()
                      if k not in RESTART_SETTINGS and saved.get(k, v) != v)
 
 
@@ -172,11 +172,11 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_r
     preparation they were remapped from), the same preparation of the data; and with same_run (a run's config), that
     it is that run's checkpoint (init_from='auto'). SystemExit with one line otherwise."""
     if not os.path.isfile(path):
-        fail(f"no checkpoint at {path}" + ("; train with --init_from=scratch first" if resume else ""))
+        fail(f'no checkpoint at {path}' + ('; train with --init_from=scratch first' if resume else ''))
     ckpt = load_checkpoint(path)
     if resume and 'state' not in ckpt:
-        fail(f"{path} is not a train.py checkpoint (a GUIDE student?); start from it with "
-             f"--init_from={path} and another out_dir")
+        fail(f'{path} is not a train.py checkpoint (a GUIDE student?); start from it with '
+             f'--init_from={path} and another out_dir')
     require_same_tokenizer(ckpt.get('tokenizer'), data_tokenizer(meta), path, f"the data ({meta['dataset']})")
     if ckpt['model_args']['arch'] != arch:
         fail(f"{path} holds a {ckpt['model_args']['arch']} model but arch='{arch}'; pass --arch="
@@ -184,7 +184,7 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str, same_r
     same_data = ckpt.get('dataset_meta', {}).get('fingerprint') == meta['fingerprint']
     if (resume or ckpt.get('state', {}).get('remapping')) and not same_data:
         fail(f"{path} was trained on a different preparation of {meta['dataset']}; use the same data "
-             f"or a new out_dir")
+             f'or a new out_dir')
     changed = other_run_settings(ckpt.get('config', {}), same_run or {})
     if changed:
         fail(f"{path} is another run's: it has {changed}; use another out_dir, or --init_from=resume to "
@@ -202,7 +202,7 @@ def scratch_config(config: dict, space: dict, vocab_size: int) -> EncoderConfig:
     try:
         return EncoderConfig(vocab_size=vocab_size, **{k: v for k, v in fields.items() if v is not None})
     except (TypeError, ValueError) as e:
-        fail(f"invalid model config: {e}")
+        fail(f'invalid model config: {e}')
 
 
 def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: int, attn_implementation: str,
@@ -218,10 +218,10 @@ def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: 
             fail(f"the {role}'s {name} is {getattr(model.config, name)} but the data's is {space[name]}; "
                  f"its config.json disagrees with its tokenizer: fix {name} in the model's config")
     if block_size > model.config.max_position_embeddings:
-        fail(f"block_size={block_size} exceeds max_position_embeddings="
-             f"{model.config.max_position_embeddings} of the {role}; lower block_size or raise max_position_embeddings")
+        fail(f'block_size={block_size} exceeds max_position_embeddings='
+             f'{model.config.max_position_embeddings} of the {role}; lower block_size or raise max_position_embeddings')
     try:  # a checkpoint or a Hugging Face folder attends the way this run asks; replace validates the new config
         model.config = dataclasses.replace(model.config, attn_implementation=attn_implementation,
                                            **{name: space[name] for name in SPECIAL_IDS})
     except ValueError as e:
-        fail(f"invalid model config: {e}")
+        fail(f'invalid model config: {e}')

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 def fail(message: str) -> NoReturn:
     """Stop with one line on stderr and exit status 1, naming the script that stopped; every script's bad input
     ends here, before anything is written."""
-    raise SystemExit(f"{os.path.basename(sys.argv[0])}: {message}")
+    raise SystemExit(f'{os.path.basename(sys.argv[0])}: {message}')
 
 
 def first_line(e: Exception) -> str:
@@ -32,12 +32,12 @@ def first_line(e: Exception) -> str:
 
 
 def _fail(message: str) -> NoReturn:
-    fail(f"config error: {message}")
+    fail(f'config error: {message}')
 
 
 def _unknown(key: str, known: dict, where: str) -> None:
     close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    hint = f"; did you mean '{close[0]}'?" if close else ''
     _fail(f"unknown key '{key}' in {where}{hint}")
 
 
@@ -56,8 +56,8 @@ def _check_type(key: str, value: Any, default: Any, where: str) -> Any:
             return value
     elif isinstance(value, type(default)):
         return value
-    _fail(f"{key}={value!r} in {where} is {type(value).__name__}, "
-          f"expected {type(default).__name__} like the default {default!r}")
+    _fail(f'{key}={value!r} in {where} is {type(value).__name__}, '
+          f'expected {type(default).__name__} like the default {default!r}')
 
 
 def _literal_or_word(raw: str) -> Any:
@@ -68,24 +68,24 @@ def _literal_or_word(raw: str) -> Any:
 
 
 def _parse_literal(key: str, raw: str, default: Any) -> Any:
-    if isinstance(default, bool) and raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    if isinstance(default, list) and not raw.startswith("[") and not raw.endswith(".json"):
-        return [_literal_or_word(item.strip()) for item in raw.split(",") if item.strip()]  # --sizes=512,1024
-    if isinstance(default, (list, dict)) and raw.endswith(".json"):
+    if isinstance(default, bool) and raw.lower() in ('true', 'false'):
+        return raw.lower() == 'true'
+    if isinstance(default, list) and not raw.startswith('[') and not raw.endswith('.json'):
+        return [_literal_or_word(item.strip()) for item in raw.split(',') if item.strip()]  # --sizes=512,1024
+    if isinstance(default, (list, dict)) and raw.endswith('.json'):
         if not os.path.isfile(raw):
-            _fail(f"--{key}={raw}: no such JSON file")
+            _fail(f'--{key}={raw}: no such JSON file')
         with open(raw) as f:
             try:
                 return json.load(f)
             except json.JSONDecodeError as e:
-                _fail(f"--{key}={raw}: invalid JSON ({e})")
+                _fail(f'--{key}={raw}: invalid JSON ({e})')
     try:
         return ast.literal_eval(raw)
     except (ValueError, SyntaxError):
         if isinstance(default, str) or default is None:
             return raw  # a bare word such as --init_from=resume
-        _fail(f"--{key}={raw} is not a valid Python literal of type {type(default).__name__}")
+        _fail(f'--{key}={raw} is not a valid Python literal of type {type(default).__name__}')
 
 
 def _read_config_file(path: str, config: dict) -> dict:
@@ -95,12 +95,12 @@ def _read_config_file(path: str, config: dict) -> dict:
     with open(path) as f:
         source = f.read()
     try:
-        exec(builtins.compile(source, path, "exec"), scope)  # train.py has a global named compile
+        exec(builtins.compile(source, path, 'exec'), scope)  # train.py has a global named compile
     except Exception as e:  # a config file is user code: report where it broke
         _fail(f"config file '{path}' failed: {type(e).__name__}: {e}")
     updates = {}
     for key, value in scope.items():
-        if key.startswith("_") or isinstance(value, (types.ModuleType, types.FunctionType, type)):
+        if key.startswith('_') or isinstance(value, (types.ModuleType, types.FunctionType, type)):
             continue
         if key not in config:
             _unknown(key, config, path)
@@ -115,18 +115,18 @@ def knob_comments(source: str) -> tuple[dict, dict]:
     comments, headers, block, last = {}, {}, [], None
     for line in source.splitlines():
         stripped = line.strip()
-        if not stripped or re.fullmatch(r"#\s*-{3,}.*", stripped):
+        if not stripped or re.fullmatch(r'#\s*-{3,}.*', stripped):
             block, last = [], None
-        elif stripped.startswith("#"):
-            if last is not None and re.match(r"#\s{2,}\S", stripped):  # continues the comment beside the knob
-                comments[last] += " " + stripped.lstrip("#").strip()
+        elif stripped.startswith('#'):
+            if last is not None and re.match(r'#\s{2,}\S', stripped):  # continues the comment beside the knob
+                comments[last] += ' ' + stripped.lstrip('#').strip()
             else:
-                block.append(stripped.lstrip("#").strip())
+                block.append(stripped.lstrip('#').strip())
                 last = None
-        elif (knob := re.match(r"(\w+)\s*=([^#]*)(#\s?(.*))?$", stripped)) and knob.group(1) not in comments:
+        elif (knob := re.match(r'(\w+)\s*=([^#]*)(#\s?(.*))?$', stripped)) and knob.group(1) not in comments:
             last = knob.group(1)
-            above = " ".join(block) + " " if len(block) > 1 else ""
-            comments[last] = (above + (knob.group(4) or "")).strip()
+            above = ' '.join(block) + ' ' if len(block) > 1 else ''
+            comments[last] = (above + (knob.group(4) or '')).strip()
             if len(block) == 1:
                 headers[last] = block[0]
             block = []
@@ -139,35 +139,35 @@ def print_help(config: dict, script: str) -> None:
     """The script's docstring, then every knob with its default and the comment beside it in the script."""
     with open(script) as f:
         source = f.read()
-    print((ast.get_docstring(ast.parse(source)) or "").strip() + "\n")
-    print("Settings: --key=value on the command line, or key = value in a config file; the defaults:")
+    print((ast.get_docstring(ast.parse(source)) or '').strip() + '\n')
+    print('Settings: --key=value on the command line, or key = value in a config file; the defaults:')
     comments, headers = knob_comments(source)
     for key, default in config.items():
         if key in headers:
-            print(f"\n  # {headers[key]}")
-        print(f"  --{key}={default!r}" + (f"  # {comments[key]}" if comments.get(key) else ""))
+            print(f'\n  # {headers[key]}')
+        print(f'  --{key}={default!r}' + (f'  # {comments[key]}' if comments.get(key) else ''))
 
 
 def configure(config: dict, argv: list[str]) -> dict:
     """Apply config files and --key=value overrides in argv to a copy of config; return it. --help (or -h) prints
     the settings with their defaults and exits."""
-    if "--help" in argv or "-h" in argv:
+    if '--help' in argv or '-h' in argv:
         print_help(config, sys.argv[0])
         raise SystemExit(0)
     config = dict(config)
     for arg in argv:
-        if not arg.startswith("--"):
+        if not arg.startswith('--'):
             config.update(_read_config_file(arg, config))
             continue
-        key, sep, raw = arg[2:].partition("=")
+        key, sep, raw = arg[2:].partition('=')
         if key not in config:
-            _unknown(key, config, "the command line")
+            _unknown(key, config, 'the command line')
         if not sep and isinstance(config[key], bool):
-            raw = "true"  # a bare --flag switches a boolean on
+            raw = 'true'  # a bare --flag switches a boolean on
         elif not sep:
             _fail(f"'{arg}' has no value; write --{key}=VALUE")
         value = _parse_literal(key, raw, config[key])
-        config[key] = _check_type(key, value, config[key], "the command line")
+        config[key] = _check_type(key, value, config[key], 'the command line')
     return config
 
 
@@ -182,8 +182,8 @@ def check_at_least(config: dict, minimums: dict) -> None:
     """Stop with one line when a setting is below its minimum (minimums: name -> the least value)."""
     for name, least in minimums.items():
         if config[name] < least:
-            fail(f"{name}={config[name]} must be at least {least}")
+            fail(f'{name}={config[name]} must be at least {least}')
 
 
-if __name__ != "configurator":  # exec'd by train.py: update its config globals
+if __name__ != 'configurator':  # exec'd by train.py: update its config globals
     globals().update(configure({k: globals()[k] for k in config_keys}, sys.argv[1:]))  # noqa: F821

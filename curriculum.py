@@ -28,14 +28,14 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_
     dataset = meta['dataset']
     if not os.path.isfile(path):
         fail(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
-             f"--shrink_vocab=K")
-    remap = load_remap(path, f"rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force")
+             f'--shrink_vocab=K')
+    remap = load_remap(path, f'rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force')
     size = remap['shrunk_vocab_size']
     if remap['fingerprint'] != meta['fingerprint']:
-        fail(f"{path} was made from another preparation than the data; rebuild it: python prepare.py "
-             f"--dataset={dataset} --shrink_vocab={size}")
+        fail(f'{path} was made from another preparation than the data; rebuild it: python prepare.py '
+             f'--dataset={dataset} --shrink_vocab={size}')
     if shrunken_vocab_size not in (None, size):
-        fail(f"shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree")
+        fail(f'shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree')
     if rare_token_id not in (None, remap['rare_id']):
         fail(f"rare_token_id={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
     return remap
@@ -43,7 +43,7 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_
 
 # the operations ------------------------------------------------------------------------------------------------------
 
-def op_resize_vocabulary(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is shrunken."""
     source_token_id, noise_std = value
     source_token_id = cur.rare_token_id if source_token_id is None else source_token_id
@@ -56,23 +56,23 @@ def op_resize_vocabulary(cur: "Curriculum", model: Encoder, value, it: int) -> d
                 regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping, zero_new_rows=True))
 
 
-def op_set_embedding_finetune_mode(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+def op_set_embedding_finetune_mode(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     model.set_embedding_finetune_mode(value)
     cur.state['finetune_mode'] = value
     return dict(rebuild=True)
 
 
-def op_disable_vocab_remapping(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+def op_disable_vocab_remapping(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     cur.state['remapping'] = False
     return {}
 
 
-def op_reset_lr_schedule(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+def op_reset_lr_schedule(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     cur.state['lr_schedule_start'] = it
     return {}
 
 
-def op_set_rope_theta(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+def op_set_rope_theta(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     """[global, local] theta (None keeps one); the model recomputes its rotary tables."""
     current = model.config.global_rope_theta, model.config.local_rope_theta
     model.set_rope_theta(*(old if new is None else new for old, new in zip(current, value)))
@@ -81,7 +81,7 @@ def op_set_rope_theta(cur: "Curriculum", model: Encoder, value, it: int) -> dict
 
 def setter(key: str, convert: Callable = float) -> Callable:
     """The operation that sets one entry of the run's state (train.py reads it at every step)."""
-    def op_set(cur: "Curriculum", model: Encoder, value, it: int) -> dict:
+    def op_set(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
         cur.state[key] = convert(value)
         return {}
     return op_set
@@ -143,14 +143,14 @@ def _operation_problem(op, where: str) -> str | None:
     if not check(op.get('value')):
         return f"{where}: value {op.get('value')!r} must be {expected}"
     if not any(k in op for k in TRIGGER_KEYS):
-        return f"{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or max_wait_iters"
+        return f'{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or max_wait_iters'
     if 'at_iter' in op and ('trigger_loss' in op or 'max_wait_iters' in op):
-        return f"{where}: at_iter cannot be combined with trigger_loss or max_wait_iters"
+        return f'{where}: at_iter cannot be combined with trigger_loss or max_wait_iters'
     for k in ('at_iter', 'max_wait_iters'):
         if k in op and (not isinstance(op[k], int) or isinstance(op[k], bool) or op[k] < 0):
-            return f"{where}: {k} must be a non-negative integer"
+            return f'{where}: {k} must be a non-negative integer'
     if 'trigger_loss' in op and not _is_number(op['trigger_loss']):
-        return f"{where}: trigger_loss must be a number"
+        return f'{where}: trigger_loss must be a number'
     return None
 
 
@@ -158,11 +158,11 @@ def validate_schedule(ops: list, remapping: bool) -> str | None:
     """The first problem of the schedule, or None. Simulates which token space the data and the model
     are in after every point at which operations fire: a step must never see ids beyond the model."""
     if not isinstance(ops, list):
-        return "must be a list of operations"
+        return 'must be a list of operations'
     model_space = data_space = 'shrunken' if remapping else 'full'
     last_at = -1
     for i, op in enumerate(ops):
-        problem = _operation_problem(op, f"operation {i}")
+        problem = _operation_problem(op, f'operation {i}')
         if problem:
             return problem
         name, where = op['name'], f"operation {i} ({op['name']})"
@@ -171,22 +171,22 @@ def validate_schedule(ops: list, remapping: bool) -> str | None:
                 return f"{where}: at_iter {op['at_iter']} comes before the previous operation's {last_at}"
             last_at = op['at_iter']
         if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
-            return (f"operation {i - 1} leaves the data in the {data_space} vocabulary but the model in the "
-                    f"{model_space} one; resize_vocabulary and disable_vocab_remapping must fire together "
-                    f"(same at_iter, or max_wait_iters=0 on the second)")
+            return (f'operation {i - 1} leaves the data in the {data_space} vocabulary but the model in the '
+                    f'{model_space} one; resize_vocabulary and disable_vocab_remapping must fire together '
+                    f'(same at_iter, or max_wait_iters=0 on the second)')
         if name in ('resize_vocabulary', 'disable_vocab_remapping') and not remapping:
-            return f"{where} needs a shrunken vocabulary: set vocab_remapping_file"
+            return f'{where} needs a shrunken vocabulary: set vocab_remapping_file'
         if name == 'resize_vocabulary':
             if model_space == 'full':
-                return f"{where}: the model already has the full vocabulary"
+                return f'{where}: the model already has the full vocabulary'
             model_space = 'full'
         if name == 'disable_vocab_remapping':
             if data_space == 'full':
-                return f"{where}: remapping is already disabled"
+                return f'{where}: remapping is already disabled'
             data_space = 'full'
     if model_space != data_space:
-        return (f"the schedule ends with the data in the {data_space} vocabulary but the model in the "
-                f"{model_space} one; add the missing resize_vocabulary or disable_vocab_remapping")
+        return (f'the schedule ends with the data in the {data_space} vocabulary but the model in the '
+                f'{model_space} one; add the missing resize_vocabulary or disable_vocab_remapping')
     return None
 
 

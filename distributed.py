@@ -18,7 +18,7 @@ def init_distributed(backend: str) -> None:
         dist.init_process_group(backend)
         return
     if int(os.environ['GROUP_WORLD_SIZE']) > 1 and int(os.environ['TORCHELASTIC_MAX_RESTARTS']) > 0:
-        fail("torchrun --max-restarts on several nodes needs a new store for each attempt: set "
+        fail('torchrun --max-restarts on several nodes needs a new store for each attempt: set '
              "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in torchrun's environment")
     store = dist.TCPStore(os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT']), is_master=False)
     store = dist.PrefixStore(f"attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)

@@ -38,24 +38,24 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
     """Write the Hugging Face folder of a train.py checkpoint; an existing non-empty folder needs overwrite=True.
     Everything goes to <folder>.tmp first and is renamed at the end, so a failure leaves the old folder as it was."""
     if not os.path.isfile(ckpt_path):
-        fail(f"no checkpoint at {ckpt_path}; train one first (python train.py config/demo_cpu.py)")
+        fail(f'no checkpoint at {ckpt_path}; train one first (python train.py config/demo_cpu.py)')
     if os.path.isdir(folder) and os.listdir(folder) and not overwrite:
-        fail(f"{folder} exists and is not empty; choose another --out or pass --overwrite=True")
+        fail(f'{folder} exists and is not empty; choose another --out or pass --overwrite=True')
     if os.path.exists(folder) and not os.path.isdir(folder):
-        fail(f"{folder} is a file; --out must name a folder")
+        fail(f'{folder} is a file; --out must name a folder')
     loaded = load_model(ckpt_path)
     model = loaded.model
     # the tokenizer the checkpoint records, checked by its fingerprint to be the one the model was trained with
     tokenizer = recorded_hf_tokenizer(loaded.tokenizer, ckpt_path, model.config.max_position_embeddings)
-    tmp = folder.rstrip(os.sep) + ".tmp"
+    tmp = folder.rstrip(os.sep) + '.tmp'
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         save_pretrained(model, tmp)
         tokenizer.save_pretrained(tmp)
-        with open(os.path.join(tmp, "config.json")) as f:
+        with open(os.path.join(tmp, 'config.json')) as f:
             hf_config = json.load(f)
-        hf_config["tokenizer_fingerprint"] = loaded.tokenizer['fingerprint']
-        with open(os.path.join(tmp, "config.json"), "w") as f:
+        hf_config['tokenizer_fingerprint'] = loaded.tokenizer['fingerprint']
+        with open(os.path.join(tmp, 'config.json'), 'w') as f:
             json.dump(hf_config, f, indent=2)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -22,10 +22,10 @@ DEFAULTS = dict(
     device='cpu',
 )
 SENTENCES = [
-    "To be, or not to [MASK], that is the question.",
-    "O Romeo, Romeo, wherefore art thou [MASK]?",
+    'To be, or not to [MASK], that is the question.',
+    'O Romeo, Romeo, wherefore art thou [MASK]?',
     "All the world's a [MASK], and all the men and women merely players.",
-    "Now is the winter of our [MASK] made glorious summer by this sun of York.",
+    'Now is the winter of our [MASK] made glorious summer by this sun of York.',
 ]
 
 
@@ -49,7 +49,7 @@ class MaskFiller:
         mask_id = tok.mask_token_id if self.remap is None else self.remap['mask_token_id']
         positions = (ids[0] == mask_id).nonzero().squeeze(1)
         if len(positions) == 0:
-            fail(f"no [MASK] in {text!r}; write [MASK] where a token should be predicted")
+            fail(f'no [MASK] in {text!r}; write [MASK] where a token should be predicted')
         logits, _ = self.model(ids.to(self.device))
         probs = logits[0, positions].float().softmax(-1)
         top = probs.topk(top_k, dim=-1)
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> None:
     for text in [cfg['text']] if cfg['text'] else SENTENCES:
         print(text)
         for n, candidates in enumerate(filler(text, cfg['top_k'])):
-            print(f"  [MASK] {n}: " + ", ".join(f"{t!r} {p:.3f}" for t, p in candidates))
+            print(f'  [MASK] {n}: ' + ', '.join(f'{t!r} {p:.3f}' for t, p in candidates))
 
 
 if __name__ == '__main__':

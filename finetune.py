@@ -195,12 +195,12 @@ def glue_task(name: str) -> Task:
     try:
         import datasets
     except ImportError:
-        fail("GLUE tasks load through the Hugging Face `datasets` package: pip install datasets")
+        fail('GLUE tasks load through the Hugging Face `datasets` package: pip install datasets')
     fields, num_labels, metrics, eval_splits = GLUE_TASKS[name]
     try:
         data = datasets.load_dataset('nyu-mll/glue', name)
     except Exception as e:  # offline, unknown name, network errors: datasets raises many kinds
-        fail(f"cannot load GLUE {name} ({first_line(e)}); it needs the Hugging Face hub")
+        fail(f'cannot load GLUE {name} ({first_line(e)}); it needs the Hugging Face hub')
 
     def examples(split: str) -> list:
         return [(tuple(row[f] for f in fields), row['label']) for row in data[split]]
@@ -210,7 +210,7 @@ def glue_task(name: str) -> Task:
 def read_rows(path: str) -> list[dict]:
     """The records of a .jsonl, .csv or .tsv file (with a header row)."""
     if not os.path.isfile(path):
-        fail(f"no such file: {path}")
+        fail(f'no such file: {path}')
     try:
         with open(path, newline='', encoding='utf-8') as f:
             if path.endswith('.jsonl'):
@@ -218,13 +218,13 @@ def read_rows(path: str) -> list[dict]:
             if path.endswith(('.csv', '.tsv')):
                 return list(csv.DictReader(f, delimiter='\t' if path.endswith('.tsv') else ','))
     except (json.JSONDecodeError, UnicodeDecodeError, csv.Error) as e:
-        fail(f"cannot read {path} ({first_line(e)}); give UTF-8 JSON lines, or CSV/TSV with a header row")
-    fail(f"{path}: give a .jsonl, .csv or .tsv file")
+        fail(f'cannot read {path} ({first_line(e)}); give UTF-8 JSON lines, or CSV/TSV with a header row')
+    fail(f'{path}: give a .jsonl, .csv or .tsv file')
 
 
 def files_task(cfg: dict) -> Task:
     if not cfg['train_file'] or not cfg['validation_file']:
-        fail("task=files needs --train_file and --validation_file")
+        fail('task=files needs --train_file and --validation_file')
     if len(cfg['text_fields']) not in (1, 2):
         fail(f"text_fields={cfg['text_fields']}: give one field, or two for sentence pairs")
     splits = {}
@@ -232,13 +232,13 @@ def files_task(cfg: dict) -> Task:
         path = cfg[f'{split}_file']
         rows = read_rows(path)
         if not rows:
-            fail(f"{path} has no records")
+            fail(f'{path} has no records')
         for n, row in enumerate(rows, 1):
             missing = [k for k in (*cfg['text_fields'], cfg['label_field'])
                        if not isinstance(row, dict) or k not in row]
             if missing:
-                fail(f"{path}, record {n}, has no field {missing[0]!r}; name the fields with --text_fields and "
-                     f"--label_field")
+                fail(f'{path}, record {n}, has no field {missing[0]!r}; name the fields with --text_fields and '
+                     f'--label_field')
         splits[split] = [(tuple(str(row[k]) for k in cfg['text_fields']), row[cfg['label_field']]) for row in rows]
     labels = [y for _, y in splits['train']]
     if all(isinstance(y, (int, float)) for y in labels) and any(float(y) != int(y) for y in labels):  # scores
@@ -378,12 +378,12 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
             step += 1
             if step % cfg['log_interval'] == 0 or step == steps:
                 eta = (time.time() - t0) / step * (steps - step)
-                print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}, step {step}/{steps}: loss {loss.item():.4f}, "
-                      f"lr now {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min")
+                print(f'lr {lr:.0e}, seed {seed}, epoch {epoch}, step {step}/{steps}: loss {loss.item():.4f}, '
+                      f'lr now {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min')
         predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
                        for split, (split_ids, _) in data['evals'].items()}
         history.append(scores(task, predictions, {split: gold for split, (_, gold) in data['evals'].items()}))
-        print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}: " + ", ".join(f"{k} {v:.4f}" for k, v in history[-1].items()))
+        print(f'lr {lr:.0e}, seed {seed}, epoch {epoch}: ' + ', '.join(f'{k} {v:.4f}' for k, v in history[-1].items()))
         if run is not None:  # a wandb run
             run.log({'epoch': epoch, **history[-1]}, step=step)
     return history[-1]
@@ -428,7 +428,7 @@ def check(cfg: dict) -> None:
     if not cfg['learning_rate'] or not all(isinstance(lr, (int, float)) and lr > 0 for lr in cfg['learning_rate']):
         fail(f"learning_rate={cfg['learning_rate']}: give numbers > 0, e.g. --learning_rate=1e-4,3e-4,1e-3")
     if not 0 <= cfg['warmup_fraction'] < 1:
-        fail("warmup_fraction must be in [0, 1)")
+        fail('warmup_fraction must be in [0, 1)')
     if not cfg['seeds'] or not all(isinstance(s, int) for s in cfg['seeds']):
         fail(f"seeds={cfg['seeds']}: give integers, e.g. --seeds=0,1,2")
 
@@ -440,7 +440,7 @@ def main(argv: list[str]) -> dict:
     encoder, tok = loaded.model, load_recorded_tokenizer(loaded.tokenizer, cfg['init_from'])
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
-             f"{encoder.config.max_position_embeddings}")
+             f'{encoder.config.max_position_embeddings}')
     task = load_task(cfg)
     task.train = sample(task.train, cfg['max_train_samples'])
     task.evals = {split: sample(examples, cfg['max_eval_samples']) for split, examples in task.evals.items()}
@@ -450,13 +450,13 @@ def main(argv: list[str]) -> dict:
                 evals={split: (encode(examples, tok, cfg['max_length']), np.array([y for _, y in examples]))
                        for split, examples in task.evals.items()})
     baseline = task.majority_baseline()
-    print(f"{task.name}: {len(task.train)} training examples, "
-          + ", ".join(f"{len(v)} {k}" for k, v in task.evals.items())
+    print(f'{task.name}: {len(task.train)} training examples, '
+          + ', '.join(f'{len(v)} {k}' for k, v in task.evals.items())
           + f", {task.num_labels if task.num_labels > 1 else 'regression'} labels"
-          + (f", majority baseline {task.metrics[0]} {baseline:.4f}" if baseline is not None else "")
+          + (f', majority baseline {task.metrics[0]} {baseline:.4f}' if baseline is not None else '')
           + f"; {'a linear probe of ' if cfg['probe'] else ''}"
           f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}, "
-          f"{encoder.get_num_params() / 1e6:.2f}M parameters")
+          f'{encoder.get_num_params() / 1e6:.2f}M parameters')
     grid = {}
     for lr in cfg['learning_rate']:
         per_seed = []
@@ -485,10 +485,10 @@ def main(argv: list[str]) -> dict:
                   epochs=cfg['epochs'], batch_size=cfg['batch_size'], max_length=cfg['max_length'],
                   train_examples=len(task.train))
     print(f"{task.name}: {task.metrics[0]} {result['value']:.4f} (median of {len(cfg['seeds'])} seed(s)"
-          + (f", best of learning rates {', '.join(result['grid'])}" if len(grid) > 1 else "") + ")"
-          + (f", majority baseline {baseline:.4f}" if baseline is not None else "")
+          + (f", best of learning rates {', '.join(result['grid'])}" if len(grid) > 1 else '') + ')'
+          + (f', majority baseline {baseline:.4f}' if baseline is not None else '')
           + (f"; zero-shot on held-out text: masked-token accuracy {zero['masked_accuracy']:.4f}, "
-             f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}" if zero else ""))
+             f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}" if zero else ''))
     if cfg['out']:
         Path(cfg['out']).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg['out'] + '.tmp').write_text(json.dumps(result, indent=2) + '\n')

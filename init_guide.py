@@ -162,7 +162,7 @@ def load_teacher(source: str) -> tuple[Encoder, dict | None, dict | None]:
     tokenizer files)."""
     loaded = load_model(source, full_vocabulary=False, role='teacher')
     if loaded.model.config.arch != 'modernbert':
-        fail(f"the teacher is a {loaded.model.config.arch} model: GUIDE maps ModernBERT weights only")
+        fail(f'the teacher is a {loaded.model.config.arch} model: GUIDE maps ModernBERT weights only')
     return loaded.model, (loaded.checkpoint or {}).get('dataset_meta'), loaded.tokenizer
 
 
@@ -178,11 +178,11 @@ def student_config(teacher: EncoderConfig, hidden_size: int, num_hidden_layers: 
     try:
         config = replace(teacher, **wanted)
     except ValueError as e:
-        fail(f"invalid student: {e}")
+        fail(f'invalid student: {e}')
     if config.head_dim != teacher.head_dim:
         fail(f"the student's head_dim {config.head_dim} (hidden_size / num_attention_heads) differs from the "
              f"teacher's {teacher.head_dim}: GUIDE keeps whole teacher heads; use num_attention_heads="
-             f"{hidden_size // teacher.head_dim}")
+             f'{hidden_size // teacher.head_dim}')
     return config
 
 
@@ -190,7 +190,7 @@ def main(argv: list[str]) -> dict:
     """Write the student checkpoint; return its guide record."""
     cfg = configure(DEFAULTS, argv)
     if not cfg['out']:
-        fail("pass --out=<student.pt>, the checkpoint to write")
+        fail('pass --out=<student.pt>, the checkpoint to write')
     if os.path.exists(cfg['out']) and not cfg['overwrite']:
         fail(f"{cfg['out']} exists; pass --overwrite=True to replace it")
     if cfg['guide_layers'] not in (None, 0, 'all'):
@@ -204,7 +204,7 @@ def main(argv: list[str]) -> dict:
     teacher, teacher_meta, tokenizer = load_teacher(cfg['teacher'])
     if meta is not None:
         require_same_tokenizer(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",
-                               f"the data in {data_dir}")
+                               f'the data in {data_dir}')
         if meta['vocab_size'] != teacher.config.vocab_size:
             fail(f"the teacher's vocabulary ({teacher.config.vocab_size}) does not match the dataset's "
                  f"({meta['vocab_size']}): it was trained on a shrunken vocabulary; leave out --dataset and its "
@@ -218,14 +218,14 @@ def main(argv: list[str]) -> dict:
     record['teacher'] = cfg['teacher']
     tc = teacher.config
     print(f"teacher {cfg['teacher']}: {tc.hidden_size} hidden x {tc.num_hidden_layers} layers, "
-          f"{tc.num_attention_heads} heads, {tc.intermediate_size} intermediate, {teacher.get_num_params() / 1e6:.2f}M")
-    print(f"student: {config.hidden_size} hidden x {config.num_hidden_layers} layers, {config.num_attention_heads} "
-          f"heads, {config.intermediate_size} intermediate, {student.get_num_params() / 1e6:.2f}M")
-    print(f"PCA of the token embeddings: {config.hidden_size} directions explain "
+          f'{tc.num_attention_heads} heads, {tc.intermediate_size} intermediate, {teacher.get_num_params() / 1e6:.2f}M')
+    print(f'student: {config.hidden_size} hidden x {config.num_hidden_layers} layers, {config.num_attention_heads} '
+          f'heads, {config.intermediate_size} intermediate, {student.get_num_params() / 1e6:.2f}M')
+    print(f'PCA of the token embeddings: {config.hidden_size} directions explain '
           f"{record['explained_variance']:.4f} of the variance")
     random = config.num_hidden_layers - len(record['layer_map'])
-    print("student layer <- teacher layer: " + ", ".join(f"{i} <- {j}" for i, j in record['layer_map'].items())
-          + f" (select={cfg['select']})" + (f"; {random} layers keep their random init" if random else ""))
+    print('student layer <- teacher layer: ' + ', '.join(f'{i} <- {j}' for i, j in record['layer_map'].items())
+          + f" (select={cfg['select']})" + (f'; {random} layers keep their random init' if random else ''))
     ckpt = dict(model=student.state_dict(), model_args=asdict(config), guide=record, tokenizer=tokenizer)
     if meta is not None:
         ckpt['dataset_meta'] = meta

@@ -24,22 +24,22 @@ IGNORE_INDEX = -100
 
 # Per-architecture values of the fields left at None (reference section 1 and 2: the official configs).
 ARCH_DEFAULTS = {
-    "modernbert": dict(vocab_size=50368, intermediate_size=1152, num_hidden_layers=22, max_position_embeddings=8192,
+    'modernbert': dict(vocab_size=50368, intermediate_size=1152, num_hidden_layers=22, max_position_embeddings=8192,
                        global_attn_every_n_layers=3, global_rope_theta=160000.0, local_rope_theta=10000.0,
                        tie_word_embeddings=True, pad_token_id=50283, cls_token_id=50281, sep_token_id=50282,
                        mask_token_id=50284),
     # every layer global; intermediate_size means what NeoBERT's config means (3072 -> 2048 SwiGLU units)
-    "neobert": dict(vocab_size=30522, intermediate_size=3072, num_hidden_layers=28, max_position_embeddings=4096,
+    'neobert': dict(vocab_size=30522, intermediate_size=3072, num_hidden_layers=28, max_position_embeddings=4096,
                     global_attn_every_n_layers=1, global_rope_theta=10000.0, local_rope_theta=10000.0,
                     tie_word_embeddings=False, pad_token_id=0, cls_token_id=101, sep_token_id=102, mask_token_id=103),
 }
-SPECIAL_IDS = ("pad_token_id", "cls_token_id", "sep_token_id", "mask_token_id")
-ATTN_IMPLEMENTATIONS = ("auto", "sdpa", "flex")
+SPECIAL_IDS = ('pad_token_id', 'cls_token_id', 'sep_token_id', 'mask_token_id')
+ATTN_IMPLEMENTATIONS = ('auto', 'sdpa', 'flex')
 
 
 @dataclass
 class EncoderConfig:
-    arch: str = "modernbert"  # "modernbert" | "neobert"
+    arch: str = 'modernbert'  # "modernbert" | "neobert"
     vocab_size: int | None = None
     hidden_size: int = 768
     intermediate_size: int | None = None
@@ -68,11 +68,11 @@ class EncoderConfig:
     initializer_cutoff_factor: float = 2.0
     # "sdpa": F.scaled_dot_product_attention (local layers by blocks, see Band); "flex": FlexAttention for every
     # masked layer; "auto": flex when training on CUDA (where its kernel is fastest), sdpa elsewhere
-    attn_implementation: str = "auto"
+    attn_implementation: str = 'auto'
 
     def __post_init__(self):
         if self.arch not in ARCH_DEFAULTS:
-            raise ValueError(f"arch={self.arch!r} is unknown: use one of {sorted(ARCH_DEFAULTS)}")
+            raise ValueError(f'arch={self.arch!r} is unknown: use one of {sorted(ARCH_DEFAULTS)}')
         for name, value in ARCH_DEFAULTS[self.arch].items():
             # a special id of the architecture's own tokenizer that this vocabulary lacks stays unset: the network
             # needs none of them (pad only for padding_idx), and train.py sets each one from the data
@@ -81,46 +81,46 @@ class EncoderConfig:
         self._validate()
 
     def _validate(self):
-        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                     "max_position_embeddings", "global_attn_every_n_layers"):
+        for name in ('vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers', 'num_attention_heads',
+                     'max_position_embeddings', 'global_attn_every_n_layers'):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be a positive integer")
+                raise ValueError(f'{name}={getattr(self, name)} must be a positive integer')
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"hidden_size={self.hidden_size} is not divisible by num_attention_heads="
-                             f"{self.num_attention_heads}: choose heads that divide it")
+            raise ValueError(f'hidden_size={self.hidden_size} is not divisible by num_attention_heads='
+                             f'{self.num_attention_heads}: choose heads that divide it')
         if self.head_dim % 2:
-            raise ValueError(f"head_dim={self.head_dim} (hidden_size / num_attention_heads) is odd: RoPE needs an "
-                             "even head_dim")
+            raise ValueError(f'head_dim={self.head_dim} (hidden_size / num_attention_heads) is odd: RoPE needs an '
+                             'even head_dim')
         if self.local_attention < 2 or self.local_attention % 2:
-            raise ValueError(f"local_attention={self.local_attention} must be a positive even window "
-                             "(half of it on each side)")
-        for name in ("global_rope_theta", "local_rope_theta", "norm_eps", "initializer_range",
-                     "initializer_cutoff_factor"):
+            raise ValueError(f'local_attention={self.local_attention} must be a positive even window '
+                             '(half of it on each side)')
+        for name in ('global_rope_theta', 'local_rope_theta', 'norm_eps', 'initializer_range',
+                     'initializer_cutoff_factor'):
             if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        for name in ("embedding_dropout", "attention_dropout", "mlp_dropout"):
+                raise ValueError(f'{name}={getattr(self, name)} must be positive')
+        for name in ('embedding_dropout', 'attention_dropout', 'mlp_dropout'):
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1)")
+                raise ValueError(f'{name}={getattr(self, name)} must lie in [0, 1)')
         for name in SPECIAL_IDS:
             if getattr(self, name) is not None and not 0 <= getattr(self, name) < self.vocab_size:
-                raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary (vocab_size="
+                raise ValueError(f'{name}={getattr(self, name)} is outside the vocabulary (vocab_size='
                                  f"{self.vocab_size}): set {name} to the tokenizer's id")
         if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
-            raise ValueError(f"attn_implementation={self.attn_implementation!r} is unknown: use one of "
+            raise ValueError(f'attn_implementation={self.attn_implementation!r} is unknown: use one of '
                              f"{', '.join(ATTN_IMPLEMENTATIONS)}")
-        if self.attn_implementation == "flex" and self.attention_dropout:
-            raise ValueError("FlexAttention has no attention dropout: set attention_dropout=0 or "
+        if self.attn_implementation == 'flex' and self.attention_dropout:
+            raise ValueError('FlexAttention has no attention dropout: set attention_dropout=0 or '
                              "attn_implementation='sdpa'")
-        if self.arch == "neobert" and (self.norm_bias or self.classifier_bias):
-            raise ValueError("neobert has RMSNorm (no bias) and no head transform: set norm_bias=False and "
-                             "classifier_bias=False")
+        if self.arch == 'neobert' and (self.norm_bias or self.classifier_bias):
+            raise ValueError('neobert has RMSNorm (no bias) and no head transform: set norm_bias=False and '
+                             'classifier_bias=False')
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
     def layer_kind(self, i: int) -> str:
-        return "global" if i % self.global_attn_every_n_layers == 0 else "local"
+        return 'global' if i % self.global_attn_every_n_layers == 0 else 'local'
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -288,20 +288,20 @@ def vocab_index(old_vocab_size: int, new_vocab_size: int, source_token_id: int,
     exist before. With full_to_shrunk, index = full_to_shrunk and the new rows are the rare group (every full id
     mapped to source_token_id, the RARE slot). Without, rows are kept and appended ones copy source_token_id."""
     if not 0 <= source_token_id < old_vocab_size:
-        raise ValueError(f"source_token_id={source_token_id} is outside the current vocabulary ({old_vocab_size})")
+        raise ValueError(f'source_token_id={source_token_id} is outside the current vocabulary ({old_vocab_size})')
     if full_to_shrunk is None:
         if new_vocab_size < old_vocab_size:
-            raise ValueError(f"new_vocab_size={new_vocab_size} is smaller than the current {old_vocab_size}: "
-                             "appending cannot shrink; pass full_to_shrunk to remap")
+            raise ValueError(f'new_vocab_size={new_vocab_size} is smaller than the current {old_vocab_size}: '
+                             'appending cannot shrink; pass full_to_shrunk to remap')
         index = torch.arange(new_vocab_size)
         is_new = index >= old_vocab_size
         return index.masked_fill(is_new, source_token_id), is_new
     if full_to_shrunk.dim() != 1 or len(full_to_shrunk) != new_vocab_size or full_to_shrunk.is_floating_point():
-        raise ValueError(f"full_to_shrunk must be an integer tensor of length new_vocab_size={new_vocab_size}, "
-                         f"got {full_to_shrunk.dtype} {tuple(full_to_shrunk.shape)}")
+        raise ValueError(f'full_to_shrunk must be an integer tensor of length new_vocab_size={new_vocab_size}, '
+                         f'got {full_to_shrunk.dtype} {tuple(full_to_shrunk.shape)}')
     index = full_to_shrunk.long().cpu()
     if index.min() < 0 or index.max() >= old_vocab_size:
-        raise ValueError(f"full_to_shrunk values must lie in [0, {old_vocab_size}), the current vocabulary")
+        raise ValueError(f'full_to_shrunk values must lie in [0, {old_vocab_size}), the current vocabulary')
     return index, index == source_token_id
 
 
@@ -325,7 +325,7 @@ class Encoder(nn.Module):
     def __init__(self, config: EncoderConfig):
         super().__init__()
         self.config = dataclasses.replace(config)  # its own: changing it leaves other models alone
-        if config.arch == "modernbert":
+        if config.arch == 'modernbert':
             self.model = ModernBertModel(config)
             self.head = ModernBertHead(config)
         else:
@@ -344,14 +344,14 @@ class Encoder(nn.Module):
         a sine and a cosine."""
         c = self.config
         c.global_rope_theta, c.local_rope_theta = float(global_theta), float(local_theta)
-        for kind, theta in (("global", c.global_rope_theta), ("local", c.local_rope_theta)):
+        for kind, theta in (('global', c.global_rope_theta), ('local', c.local_rope_theta)):
             cos, sin = rope_cos_sin(c.max_position_embeddings, c.head_dim, theta, self.decoder.weight.device)
-            self.register_buffer(f"rope_{kind}", torch.stack((cos, sin)), persistent=False)
+            self.register_buffer(f'rope_{kind}', torch.stack((cos, sin)), persistent=False)
 
     @torch.no_grad()
     def _init_weights(self):
         c = self.config
-        if c.arch == "neobert":  # official: uniform for every Linear and the embedding, zero biases
+        if c.arch == 'neobert':  # official: uniform for every Linear and the embedding, zero biases
             for m in self.modules():
                 if isinstance(m, (nn.Linear, nn.Embedding)):
                     nn.init.uniform_(m.weight, -c.initializer_range, c.initializer_range)
@@ -374,21 +374,21 @@ class Encoder(nn.Module):
 
     def attention_summary(self, device: torch.device) -> str:
         """Which kernels attend on device, for the training log."""
-        masked = "FlexAttention" if self.uses_flex(device) else "SDPA with boolean masks"
-        if device.type != "cuda":
-            return f"masked layers {masked}, unmasked ones SDPA"
+        masked = 'FlexAttention' if self.uses_flex(device) else 'SDPA with boolean masks'
+        if device.type != 'cuda':
+            return f'masked layers {masked}, unmasked ones SDPA'
         # SDPA takes the first enabled backend that fits the call
-        backends = [name for name, on in (("cudnn", torch.backends.cuda.cudnn_sdp_enabled()),
-                                          ("flash", torch.backends.cuda.flash_sdp_enabled()),
-                                          ("mem_efficient", torch.backends.cuda.mem_efficient_sdp_enabled())) if on]
+        backends = [name for name, on in (('cudnn', torch.backends.cuda.cudnn_sdp_enabled()),
+                                          ('flash', torch.backends.cuda.flash_sdp_enabled()),
+                                          ('mem_efficient', torch.backends.cuda.mem_efficient_sdp_enabled())) if on]
         return f"masked layers {masked}; unmasked ones SDPA ({', '.join(backends)}, in that order)"
 
     def uses_flex(self, device: torch.device) -> bool:
         """Whether this forward attends with FlexAttention (attn_implementation, resolved for 'auto')."""
         impl = self.config.attn_implementation
-        if impl == "auto":
-            return device.type == "cuda" and self.training and not self.config.attention_dropout
-        return impl == "flex"
+        if impl == 'auto':
+            return device.type == 'cuda' and self.training and not self.config.attention_dropout
+        return impl == 'flex'
 
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                document_ids: torch.Tensor | None = None) -> torch.Tensor:
@@ -396,9 +396,9 @@ class Encoder(nn.Module):
         c = self.config
         T = input_ids.shape[1]
         if T > c.max_position_embeddings:
-            raise ValueError(f"sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}")
+            raise ValueError(f'sequence length {T} exceeds max_position_embeddings={c.max_position_embeddings}')
         kinds = {c.layer_kind(i) for i in range(c.num_hidden_layers)}
-        tables = {"global": self.rope_global, "local": self.rope_local}
+        tables = {'global': self.rope_global, 'local': self.rope_local}
         ropes = {k: tuple(tables[k][:, :T]) for k in kinds}  # (cos, sin) of the first T positions
         build_masks = flex_masks if self.uses_flex(input_ids.device) else attention_masks
         masks = build_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device, document_ids)
@@ -426,7 +426,7 @@ class Encoder(nn.Module):
             targets = torch.where(filled, labels[rows], IGNORE_INDEX)
         logits = self.decoder(self.head(h.reshape(B * T, -1)[rows]))
         # mean over predicted rows; a batch with none gives 0, not NaN
-        loss = F.cross_entropy(logits.float(), targets, reduction="sum") / keep.sum().clamp(min=1)
+        loss = F.cross_entropy(logits.float(), targets, reduction='sum') / keep.sum().clamp(min=1)
         return logits, loss
 
     # ---- parameters and optimizer
@@ -451,7 +451,7 @@ class Encoder(nn.Module):
         c = self.config
         T = seq_len or c.max_position_embeddings
         n_body = sum(p.numel() for p in self.model.layers.parameters() if p.dim() >= 2)
-        context = sum(T if c.layer_kind(i) == "global" else min(T, c.local_attention)
+        context = sum(T if c.layer_kind(i) == 'global' else min(T, c.local_attention)
                       for i in range(c.num_hidden_layers))
         n_head = sum(p.numel() for p in self.head.parameters() if p.dim() >= 2) + self.decoder.weight.numel()
         flops = (6 * n_body + 12 * c.hidden_size * context) * tokens_per_iter + 6 * n_head * predicted_per_iter
@@ -480,7 +480,7 @@ class Encoder(nn.Module):
                 continue
             full = (index == getattr(self.config, name)).nonzero().flatten()
             if len(full) != 1 or is_new[full[0]]:
-                raise ValueError(f"{name}={getattr(self.config, name)} has no unique core row in full_to_shrunk: "
+                raise ValueError(f'{name}={getattr(self.config, name)} has no unique core row in full_to_shrunk: '
                                  f"pass special_ids={{'{name}': <its full id>}}")
             ids[name] = int(full[0])
         new_config = dataclasses.replace(self.config, vocab_size=new_vocab_size, **ids)  # validates before changes

@@ -144,21 +144,21 @@ def weight_decay_groups(module: nn.Module, weight_decay: float, decay_1d: bool =
     biases) unless decay_1d. Groups hold (name, param) pairs in named_parameters order, so the state dict carries
     param_names; an empty group is left out (torch refuses one among named groups)."""
     params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-    groups = [{"params": [(n, p) for n, p in params if p.dim() >= 2 or decay_1d], "weight_decay": weight_decay},
-              {"params": [(n, p) for n, p in params if p.dim() < 2 and not decay_1d], "weight_decay": 0.0}]
-    return [g for g in groups if g["params"]]
+    groups = [{'params': [(n, p) for n, p in params if p.dim() >= 2 or decay_1d], 'weight_decay': weight_decay},
+              {'params': [(n, p) for n, p in params if p.dim() < 2 and not decay_1d], 'weight_decay': 0.0}]
+    return [g for g in groups if g['params']]
 
 
 def configure_optimizers(model: nn.Module, weight_decay: float, learning_rate: float, betas: tuple[float, float],
-                         device_type: str, eps: float = 1e-8, optimizer: str = "adamw", decay_1d: bool = False,
+                         device_type: str, eps: float = 1e-8, optimizer: str = 'adamw', decay_1d: bool = False,
                          compiled: bool = False) -> torch.optim.Optimizer:
     """AdamW (or StableAdamW) over the model's trainable parameters; no decay on 1-D ones (norms, biases) unless
     decay_1d (NeoBERT decays every parameter). AdamW is fused on CUDA and the CPU; StableAdamW's update is compiled
     when `compiled` (`bench.py --optimizer` times the three)."""
     groups = weight_decay_groups(model, weight_decay, decay_1d)
-    if optimizer == "stable_adamw":
+    if optimizer == 'stable_adamw':
         return StableAdamW(groups, lr=learning_rate, betas=betas, eps=eps, compiled=compiled)
-    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps, fused=device_type in ("cuda", "cpu"))
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps, fused=device_type in ('cuda', 'cpu'))
 
 
 def state_by_name(model: nn.Module, opt: torch.optim.Optimizer) -> dict:

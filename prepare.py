@@ -60,7 +60,7 @@ def weighted(docs: Iterator[tuple[str, int]], weight: float) -> Iterator[tuple[s
         copies = int(weight)
         if weight % 1:
             # salted: the split's own hash would tie the chosen documents to the validation ones
-            u = int.from_bytes(hashlib.sha256(b"mix:" + doc.encode()).digest()[:8], "big") / 2 ** 64
+            u = int.from_bytes(hashlib.sha256(b'mix:' + doc.encode()).digest()[:8], 'big') / 2 ** 64
             copies += u < weight % 1
         for _ in range(copies):
             yield doc, bad
@@ -69,8 +69,8 @@ def weighted(docs: Iterator[tuple[str, int]], weight: float) -> Iterator[tuple[s
 def corpus(cfg: dict, warn: bool = False) -> Iterator[tuple[int, str, int]]:
     """(source index, document, invalid UTF-8 replaced) of the corpus prepare.py makes: every source of --dataset
     in order, each weighted by its --mix_weights."""
-    for i, (source, weight) in enumerate(zip(cfg["sources"], cfg["mix_weights"])):
-        yield from ((i, doc, bad) for doc, bad in weighted(documents(source, cfg["text_field"], warn), weight))
+    for i, (source, weight) in enumerate(zip(cfg['sources'], cfg['mix_weights'])):
+        yield from ((i, doc, bad) for doc, bad in weighted(documents(source, cfg['text_field'], warn), weight))
 
 
 @dataclass
@@ -83,8 +83,8 @@ class CorpusScan:
 
 
 def scan_corpus(cfg: dict) -> CorpusScan:
-    scan = CorpusScan([], 0, 0, [0] * len(cfg["sources"]))
-    for source, doc, bad in tqdm(corpus(cfg, warn=True), unit="doc", desc="reading", file=sys.stderr):
+    scan = CorpusScan([], 0, 0, [0] * len(cfg['sources']))
+    for source, doc, bad in tqdm(corpus(cfg, warn=True), unit='doc', desc='reading', file=sys.stderr):
         scan.hashes.append(hashlib.sha256(doc.encode()).digest())
         scan.chars += len(doc)
         scan.replaced += bad
@@ -98,33 +98,33 @@ def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
     """The folder of the tokenizer --train_tokenizer asks for: trained on the train documents and saved (atomically)
     to out_dir/tokenizer, or the one already there when it was trained on the same documents with the same
     settings."""
-    folder = os.path.join(cfg["out_dir"], "tokenizer")
-    record = {"size": cfg["train_tokenizer"], "model": cfg["tokenizer_model"],
-              "documents": hashlib.sha256(b"".join(h for h, v in zip(scan.hashes, is_val) if not v)).hexdigest()}
+    folder = os.path.join(cfg['out_dir'], 'tokenizer')
+    record = {'size': cfg['train_tokenizer'], 'model': cfg['tokenizer_model'],
+              'documents': hashlib.sha256(b''.join(h for h, v in zip(scan.hashes, is_val) if not v)).hexdigest()}
     try:
-        with open(os.path.join(folder, "training.json")) as f:
-            if json.load(f) == record and not cfg["force"]:
-                print(f"{folder} was trained on these documents with these settings: reusing it")
+        with open(os.path.join(folder, 'training.json')) as f:
+            if json.load(f) == record and not cfg['force']:
+                print(f'{folder} was trained on these documents with these settings: reusing it')
                 return folder
     except (OSError, ValueError):
         pass
     t0 = time.perf_counter()
     docs = (d for (_, d, _), held_out in zip(corpus(cfg), is_val) if not held_out)
-    tok = train_tokenizer(docs, cfg["train_tokenizer"], cfg["tokenizer_model"])
+    tok = train_tokenizer(docs, cfg['train_tokenizer'], cfg['tokenizer_model'])
     # the data made with the old tokenizer no longer match it: the folder stops looking prepared until they do
-    if os.path.exists(os.path.join(cfg["out_dir"], "meta.json")):
-        os.remove(os.path.join(cfg["out_dir"], "meta.json"))
+    if os.path.exists(os.path.join(cfg['out_dir'], 'meta.json')):
+        os.remove(os.path.join(cfg['out_dir'], 'meta.json'))
     tmp = _tmp(folder)
     shutil.rmtree(tmp, ignore_errors=True)
     tok.save_pretrained(tmp)
-    with open(os.path.join(tmp, "training.json"), "w") as f:
+    with open(os.path.join(tmp, 'training.json'), 'w') as f:
         json.dump(record, f)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
-    unused = sum(bool(re.fullmatch(r"\[unused\d+\]", t)) for t in tok.get_vocab())
+    unused = sum(bool(re.fullmatch(r'\[unused\d+\]', t)) for t in tok.get_vocab())
     print(f"trained a {cfg['tokenizer_model']} tokenizer of {len(tok):,} entries ({unused} of them unused slots)"
-          f" on {int((~is_val).sum())} train documents in {time.perf_counter() - t0:.1f}s: "
-          f"{folder}")
+          f' on {int((~is_val).sum())} train documents in {time.perf_counter() - t0:.1f}s: '
+          f'{folder}')
     return folder
 
 
@@ -166,12 +166,12 @@ def tokenize(docs: Iterator[str], scan: CorpusScan, tok: Tokenizer, num_proc: in
     chunks = _chunks(docs, min(max(1, scan.chars // (8 * num_proc)), 1 << 22))
     num_proc = min(num_proc, len(scan.hashes))
     t0, n_tokens, n_docs = time.perf_counter(), 0, 0
-    bar = tqdm(total=scan.chars, unit="char", unit_scale=True, desc="tokenizing", file=sys.stderr)
+    bar = tqdm(total=scan.chars, unit='char', unit_scale=True, desc='tokenizing', file=sys.stderr)
     _worker_tokenizer = tok
     pool = None
     if num_proc > 1:
         # the Rust tokenizers warn (and disable threads) in forked children unless told up front
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
         pool = Pool(num_proc, initializer=_init_worker, initargs=(tok.name,))
     in_flight = deque()  # (chunk's characters, its pending result); Pool.imap would read the whole corpus ahead
     try:
@@ -186,13 +186,13 @@ def tokenize(docs: Iterator[str], scan: CorpusScan, tok: Tokenizer, num_proc: in
                 n_tokens += sum(len(a) for a in arrays)
                 n_docs += len(arrays)
                 bar.update(size)
-                bar.set_postfix(tokens_per_s=f"{n_tokens / (time.perf_counter() - t0):,.0f}")
+                bar.set_postfix(tokens_per_s=f'{n_tokens / (time.perf_counter() - t0):,.0f}')
     finally:
         bar.close()
         if pool is not None:
             pool.terminate()
     dt = time.perf_counter() - t0
-    print(f"tokenized {n_docs:,} documents into {n_tokens:,} tokens in {dt:.2f}s: {n_tokens / dt:,.0f} tokens/s "
+    print(f'tokenized {n_docs:,} documents into {n_tokens:,} tokens in {dt:.2f}s: {n_tokens / dt:,.0f} tokens/s '
           f"({num_proc} process{'es' if num_proc > 1 else ''})")
 
 
@@ -202,12 +202,12 @@ def check_shrink_size(k: int, tok: Tokenizer) -> None:
     n_special = len(tok.special_ids)
     n_regular = tok.vocab_size - n_special - len(tok.unused_ids)
     if k < n_special + 1:
-        fail(f"--shrink_vocab={k} is too small: it must hold the {n_special} special tokens plus RARE "
-             f"(at least {n_special + 1})")
+        fail(f'--shrink_vocab={k} is too small: it must hold the {n_special} special tokens plus RARE '
+             f'(at least {n_special + 1})')
     if k > n_special + 1 + n_regular:
-        fail(f"--shrink_vocab={k} is larger than the vocabulary allows: at most "
-             f"{n_special + 1 + n_regular} ({n_special} special tokens + RARE + {n_regular} regular tokens "
-             f"of {tok.name})")
+        fail(f'--shrink_vocab={k} is larger than the vocabulary allows: at most '
+             f'{n_special + 1 + n_regular} ({n_special} special tokens + RARE + {n_regular} regular tokens '
+             f'of {tok.name})')
 
 
 def checked_tokenizer(name: str, shrink_sizes: list[int]) -> Tokenizer:
@@ -226,26 +226,26 @@ def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
     specials = sorted(tok.special_ids)
     rare_id = len(specials)
     regular = np.setdiff1d(np.arange(tok.vocab_size), specials + tok.unused_ids)
-    ranked = regular[np.argsort(-counts[regular], kind="stable")]  # stable over ascending ids: ties by lower id
+    ranked = regular[np.argsort(-counts[regular], kind='stable')]  # stable over ascending ids: ties by lower id
     frequent = ranked[:k - rare_id - 1].tolist()
     shrunk_to_full = torch.tensor(specials + [tok.unk_token_id] + frequent, dtype=torch.long)
     full_to_shrunk = torch.full((tok.vocab_size,), rare_id, dtype=torch.long)
     full_to_shrunk[specials + frequent] = torch.tensor(list(range(rare_id)) + list(range(rare_id + 1, k)))
     core = specials + frequent
     return {
-        "full_to_shrunk": full_to_shrunk, "shrunk_to_full": shrunk_to_full, "rare_id": rare_id,
-        "vocab_size": tok.vocab_size, "shrunk_vocab_size": k,
+        'full_to_shrunk': full_to_shrunk, 'shrunk_to_full': shrunk_to_full, 'rare_id': rare_id,
+        'vocab_size': tok.vocab_size, 'shrunk_vocab_size': k,
         **{key: int(full_to_shrunk[i]) for key, i in tok.special_id_map.items()},
-        "full_special_ids": tok.special_id_map,
-        "special_token_ids": list(range(rare_id)),
-        "coverage": float(counts[core].sum() / counts.sum()),
+        'full_special_ids': tok.special_id_map,
+        'special_token_ids': list(range(rare_id)),
+        'coverage': float(counts[core].sum() / counts.sum()),
     }
 
 
 # outputs -------------------------------------------------------------------------------------------------------------
 
 def _tmp(path: str) -> str:
-    return path + ".tmp"
+    return path + '.tmp'
 
 
 class ShardWriter:
@@ -257,20 +257,20 @@ class ShardWriter:
         self.sizes, self.file = [], None
 
     def temp_path(self, i: int) -> str:
-        return _tmp(os.path.join(self.out, f"{self.split}_{i:03d}.bin"))
+        return _tmp(os.path.join(self.out, f'{self.split}_{i:03d}.bin'))
 
     def write(self, ids: np.ndarray) -> None:
         if self.file is None or (self.sizes[-1] and self.sizes[-1] + len(ids) > self.shard_tokens):
             if self.file is not None:
                 self.file.close()
-            self.file = open(self.temp_path(len(self.sizes)), "wb")
+            self.file = open(self.temp_path(len(self.sizes)), 'wb')
             self.sizes.append(0)
         self.file.write(ids.tobytes())
         self.sizes[-1] += len(ids)
 
     def close(self) -> None:
         if self.file is None:  # a split with no document still has its (empty) file
-            self.file = open(self.temp_path(0), "wb")
+            self.file = open(self.temp_path(0), 'wb')
             self.sizes.append(0)
         self.file.close()
 
@@ -284,29 +284,29 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
     """Write the token files of both splits (train.bin and val.bin, or shards of them), counts.npy and meta.json
     (meta plus the token totals), each under a temporary name renamed at the end, reading the corpus a second time
     as a stream; return the token counts of the train split."""
-    out = cfg["out_dir"]
+    out = cfg['out_dir']
     os.makedirs(out, exist_ok=True)
-    writers = {split: ShardWriter(out, split, cfg["shard_tokens"]) for split in ("train", "val")}
-    others = {name: os.path.join(out, name) for name in ("counts.npy", "meta.json")}
+    writers = {split: ShardWriter(out, split, cfg['shard_tokens']) for split in ('train', 'val')}
+    others = {name: os.path.join(out, name) for name in ('counts.npy', 'meta.json')}
     counts = np.zeros(tok.vocab_size, dtype=np.int64)
     try:
         docs = (d for _, d, _ in corpus(cfg))
         n = 0
-        for n, ids in enumerate(tokenize(docs, scan, tok, cfg["num_proc"]), 1):
+        for n, ids in enumerate(tokenize(docs, scan, tok, cfg['num_proc']), 1):
             held_out = n <= len(is_val) and is_val[n - 1]
-            writers["val" if held_out else "train"].write(ids)
+            writers['val' if held_out else 'train'].write(ids)
             if not held_out:
                 counts += np.bincount(ids, minlength=tok.vocab_size)
         for writer in writers.values():
             writer.close()
         if n != len(is_val):
             fail(f"--dataset={cfg['dataset']} changed while it was prepared ({len(is_val)} documents "
-                 f"at the first reading, {n} at the second); run prepare.py again")
-        meta = meta | {f"{split}_{key}": value for split, w in writers.items()
-                       for key, value in (("tokens", sum(w.sizes)), ("shards", w.sizes))}
-        with open(_tmp(others["counts.npy"]), "wb") as f:
+                 f'at the first reading, {n} at the second); run prepare.py again')
+        meta = meta | {f'{split}_{key}': value for split, w in writers.items()
+                       for key, value in (('tokens', sum(w.sizes)), ('shards', w.sizes))}
+        with open(_tmp(others['counts.npy']), 'wb') as f:
             np.save(f, counts)
-        with open(_tmp(others["meta.json"]), "w") as f:
+        with open(_tmp(others['meta.json']), 'w') as f:
             json.dump(meta, f, indent=2)
     except BaseException as e:
         temps = [t for w in writers.values() for t, _ in w.renames()] + [_tmp(p) for p in others.values()]
@@ -318,38 +318,38 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
             if os.path.lexists(path):
                 os.remove(path)
         if isinstance(e, OSError):  # reading errors are SystemExits already: this is writing (a full disk, say)
-            fail(f"cannot write to {out} ({first_line(e)}); nothing there was changed: free some space "
-                 f"or give another --out_dir")
+            fail(f'cannot write to {out} ({first_line(e)}); nothing there was changed: free some space '
+                 f'or give another --out_dir')
         raise
     # meta.json goes last, and the old one first: while it is missing the folder does not look prepared
-    if os.path.exists(others["meta.json"]):
-        os.remove(others["meta.json"])
+    if os.path.exists(others['meta.json']):
+        os.remove(others['meta.json'])
     renames = [r for w in writers.values() for r in w.renames()]
-    for path in Path(out).glob("*.bin"):  # token files of an earlier preparation that this one does not replace
-        if re.fullmatch(r"(train|val)(_\d{3})?\.bin", path.name) and str(path) not in {f for _, f in renames}:
+    for path in Path(out).glob('*.bin'):  # token files of an earlier preparation that this one does not replace
+        if re.fullmatch(r'(train|val)(_\d{3})?\.bin', path.name) and str(path) not in {f for _, f in renames}:
             os.remove(path)
     for tmp, final in renames + [(_tmp(p), p) for p in others.values()]:
         os.replace(tmp, final)
-    shards = len(writers["train"].sizes) + len(writers["val"].sizes)
+    shards = len(writers['train'].sizes) + len(writers['val'].sizes)
     print(f"wrote {out}: {meta['train_tokens']:,} train tokens ({meta['train_documents']} documents), "
           f"{meta['val_tokens']:,} val tokens ({meta['val_documents']} documents), {meta['dtype']}"
-          + (f", in {shards} files of at most {cfg['shard_tokens']:,} tokens" if shards > 2 else ""))
+          + (f", in {shards} files of at most {cfg['shard_tokens']:,} tokens" if shards > 2 else ''))
     return counts
 
 
 def _is_up_to_date(out_dir: str, fingerprint: str, shard_tokens: int) -> bool:
     """The outputs hold these documents, tokenizer and settings (the fingerprint), in files of this size."""
     try:
-        with open(os.path.join(out_dir, "meta.json")) as f:
+        with open(os.path.join(out_dir, 'meta.json')) as f:
             meta = json.load(f)
-        files = [*shard_paths(out_dir, "train", meta), *shard_paths(out_dir, "val", meta),
-                 os.path.join(out_dir, "counts.npy")]
+        files = [*shard_paths(out_dir, 'train', meta), *shard_paths(out_dir, 'val', meta),
+                 os.path.join(out_dir, 'counts.npy')]
         # the file size is not part of the fingerprint: the tokens, and what checkpoints check, are the same
-        one_file = max(meta["train_tokens"], meta["val_tokens"]) <= shard_tokens and len(files) == 3
-        layout_ok = meta.get("shard_tokens", shard_tokens if one_file else None) == shard_tokens
+        one_file = max(meta['train_tokens'], meta['val_tokens']) <= shard_tokens and len(files) == 3
+        layout_ok = meta.get('shard_tokens', shard_tokens if one_file else None) == shard_tokens
     except (OSError, ValueError, KeyError, TypeError):
         return False
-    return meta.get("fingerprint") == fingerprint and layout_ok and all(os.path.isfile(f) for f in files)
+    return meta.get('fingerprint') == fingerprint and layout_ok and all(os.path.isfile(f) for f in files)
 
 
 def _vocab_fingerprint(path: str) -> str | None:
@@ -357,22 +357,22 @@ def _vocab_fingerprint(path: str) -> str | None:
         remap = torch.load(path, weights_only=True)
     except Exception:
         return None
-    return remap.get("fingerprint") if isinstance(remap, dict) else None
+    return remap.get('fingerprint') if isinstance(remap, dict) else None
 
 
 def write_vocab_files(out_dir: str, counts: np.ndarray, tok: Tokenizer, sizes: list[int], fingerprint: str,
                       force: bool) -> None:
     """vocab_K.pt for each K (skipped when up to date); vocab files made from other data are removed."""
-    for path in sorted(Path(out_dir).glob("vocab_*.pt")):
+    for path in sorted(Path(out_dir).glob('vocab_*.pt')):
         if _vocab_fingerprint(str(path)) != fingerprint:
             os.remove(path)
-            print(f"removed {path}: it was made from other data or settings")
+            print(f'removed {path}: it was made from other data or settings')
     for k in sizes:
-        path = os.path.join(out_dir, f"vocab_{k}.pt")
+        path = os.path.join(out_dir, f'vocab_{k}.pt')
         if not force and _vocab_fingerprint(path) == fingerprint:
-            print(f"{path} is up to date: skipping")
+            print(f'{path} is up to date: skipping')
             continue
-        remap = shrink_vocab(counts, tok, k) | {"fingerprint": fingerprint}
+        remap = shrink_vocab(counts, tok, k) | {'fingerprint': fingerprint}
         torch.save(remap, _tmp(path))
         os.replace(_tmp(path), path)
         print(f"wrote {path}: {remap['rare_id']} specials, RARE, {k - remap['rare_id'] - 1} frequent tokens; "
@@ -382,53 +382,53 @@ def write_vocab_files(out_dir: str, counts: np.ndarray, tok: Tokenizer, sizes: l
 # command line --------------------------------------------------------------------------------------------------------
 
 DEFAULTS = dict(
-    dataset="shakespeare",
-    tokenizer="gpt2",
+    dataset='shakespeare',
+    tokenizer='gpt2',
     shrink_vocab=[],  # sizes K: --shrink_vocab=2048,4096
-    out_dir="",  # "": data/<dataset name>
+    out_dir='',  # "": data/<dataset name>
     force=False,
     val_fraction=0.05,
     num_proc=os.cpu_count() or 1,
-    text_field="text",
+    text_field='text',
     mix_weights=[],  # with several sources in --dataset (comma-separated): how many times each document of each is
     #                  taken (2: twice, 0.5: a hash-chosen half); default 1 each
     shard_tokens=2 ** 30,  # each token file holds at most this many tokens (whole documents): 2 GiB of uint16
     train_tokenizer=0,  # K > 0: train a tokenizer of K entries on the corpus (saved to out_dir/tokenizer) and use it
-    tokenizer_model="bpe",  # what --train_tokenizer trains: bpe (byte-level, as ModernBERT) | wordpiece (as BERT)
+    tokenizer_model='bpe',  # what --train_tokenizer trains: bpe (byte-level, as ModernBERT) | wordpiece (as BERT)
 )
 
 
 def parse_args(argv: list[str]) -> dict:
     """--key=value options (configurator.configure) into a dict of settings, checked."""
     cfg = configure(DEFAULTS, argv)
-    if not all(isinstance(k, int) and k > 0 for k in cfg["shrink_vocab"]):
+    if not all(isinstance(k, int) and k > 0 for k in cfg['shrink_vocab']):
         fail(f"--shrink_vocab={','.join(map(str, cfg['shrink_vocab']))}: sizes must be positive "
-             f"integers, e.g. --shrink_vocab=2048,4096")
-    if not 0 < cfg["val_fraction"] < 1:
+             f'integers, e.g. --shrink_vocab=2048,4096')
+    if not 0 < cfg['val_fraction'] < 1:
         fail(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
-    if cfg["shard_tokens"] < 1:
+    if cfg['shard_tokens'] < 1:
         fail(f"--shard_tokens={cfg['shard_tokens']} must be a positive number of tokens")
-    if cfg["num_proc"] < 1:
+    if cfg['num_proc'] < 1:
         fail(f"--num_proc={cfg['num_proc']} must be at least 1")
-    if cfg["train_tokenizer"] and any(a.startswith("--tokenizer=") for a in argv):
-        fail("give --train_tokenizer=K (train one on the corpus) or --tokenizer= (use one), not both")
-    if cfg["train_tokenizer"] and not 64 <= cfg["train_tokenizer"] <= 2 ** 20:
+    if cfg['train_tokenizer'] and any(a.startswith('--tokenizer=') for a in argv):
+        fail('give --train_tokenizer=K (train one on the corpus) or --tokenizer= (use one), not both')
+    if cfg['train_tokenizer'] and not 64 <= cfg['train_tokenizer'] <= 2 ** 20:
         fail(f"--train_tokenizer={cfg['train_tokenizer']} must be a vocabulary size from 64 to 1048576, "
-             f"e.g. 32768")
-    too_large = [k for k in cfg["shrink_vocab"] if cfg["train_tokenizer"] and k >= cfg["train_tokenizer"]]
+             f'e.g. 32768')
+    too_large = [k for k in cfg['shrink_vocab'] if cfg['train_tokenizer'] and k >= cfg['train_tokenizer']]
     if too_large:
-        fail(f"--shrink_vocab={too_large[0]} is not smaller than "
+        fail(f'--shrink_vocab={too_large[0]} is not smaller than '
              f"--train_tokenizer={cfg['train_tokenizer']}")
-    if cfg["tokenizer_model"] not in TOKENIZER_MODELS:
+    if cfg['tokenizer_model'] not in TOKENIZER_MODELS:
         fail(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
-    cfg["sources"] = cfg["dataset"].split(",")
-    cfg["mix_weights"] = cfg["mix_weights"] or [1.0] * len(cfg["sources"])
-    if len(cfg["mix_weights"]) != len(cfg["sources"]) or not all(
-            isinstance(w, (int, float)) and w > 0 for w in cfg["mix_weights"]):
+    cfg['sources'] = cfg['dataset'].split(',')
+    cfg['mix_weights'] = cfg['mix_weights'] or [1.0] * len(cfg['sources'])
+    if len(cfg['mix_weights']) != len(cfg['sources']) or not all(
+            isinstance(w, (int, float)) and w > 0 for w in cfg['mix_weights']):
         fail(f"--mix_weights={','.join(map(str, cfg['mix_weights']))} must give one positive weight per "
              f"source of --dataset ({len(cfg['sources'])}), e.g. --mix_weights=1,0.5")
-    names = [Path(d).name.removesuffix(".gz").removesuffix(".jsonl").removesuffix(".txt") for d in cfg["sources"]]
-    cfg["out_dir"] = cfg["out_dir"] or os.path.join("data", "+".join(names))
+    names = [Path(d).name.removesuffix('.gz').removesuffix('.jsonl').removesuffix('.txt') for d in cfg['sources']]
+    cfg['out_dir'] = cfg['out_dir'] or os.path.join('data', '+'.join(names))
     return cfg
 
 
@@ -437,39 +437,39 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     cfg = parse_args(argv)
     # every check comes before the first write, so bad input leaves existing outputs untouched
-    tok = None if cfg["train_tokenizer"] else checked_tokenizer(cfg["tokenizer"], cfg["shrink_vocab"])
+    tok = None if cfg['train_tokenizer'] else checked_tokenizer(cfg['tokenizer'], cfg['shrink_vocab'])
     # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it (and once more to
     # train a tokenizer)
     scan = scan_corpus(cfg)
-    is_val = split_documents(scan.hashes, cfg["val_fraction"])
-    tok = tok or checked_tokenizer(trained_tokenizer(cfg, scan, is_val), cfg["shrink_vocab"])
+    is_val = split_documents(scan.hashes, cfg['val_fraction'])
+    tok = tok or checked_tokenizer(trained_tokenizer(cfg, scan, is_val), cfg['shrink_vocab'])
     # the mixture needs no entry: the weights show in the document hashes (copies, the documents taken)
-    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg["val_fraction"]]
-    fingerprint = hashlib.sha256(json.dumps(settings).encode() + b"".join(scan.hashes)).hexdigest()
+    settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg['val_fraction']]
+    fingerprint = hashlib.sha256(json.dumps(settings).encode() + b''.join(scan.hashes)).hexdigest()
 
-    out = cfg["out_dir"]
-    rebuild = cfg["force"] or not _is_up_to_date(out, fingerprint, cfg["shard_tokens"])
+    out = cfg['out_dir']
+    rebuild = cfg['force'] or not _is_up_to_date(out, fingerprint, cfg['shard_tokens'])
     if rebuild:
         meta = {
-            "vocab_size": tok.vocab_size, "dtype": token_dtype(tok.vocab_size).name, "tokenizer": tok.name,
-            "tokenizer_fingerprint": tok.fingerprint,
-            **tok.special_id_map, "special_token_ids": sorted(tok.special_ids + tok.unused_ids),
-            "dataset": cfg["dataset"], "sources": [
-                dict(dataset=d, weight=w, documents=n) for d, w, n in zip(cfg["sources"], cfg["mix_weights"],
+            'vocab_size': tok.vocab_size, 'dtype': token_dtype(tok.vocab_size).name, 'tokenizer': tok.name,
+            'tokenizer_fingerprint': tok.fingerprint,
+            **tok.special_id_map, 'special_token_ids': sorted(tok.special_ids + tok.unused_ids),
+            'dataset': cfg['dataset'], 'sources': [
+                dict(dataset=d, weight=w, documents=n) for d, w, n in zip(cfg['sources'], cfg['mix_weights'],
                                                                           scan.source_documents)],
-            "documents": len(is_val), "train_documents": int((~is_val).sum()),
-            "val_documents": int(is_val.sum()),
-            "split": f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents with the smallest "
-                     f"sha256 of their UTF-8 text, and their copies, are val, the rest train",
-            "invalid_utf8_replaced": scan.replaced, "fingerprint": fingerprint, "shard_tokens": cfg["shard_tokens"],
+            'documents': len(is_val), 'train_documents': int((~is_val).sum()),
+            'val_documents': int(is_val.sum()),
+            'split': f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents with the smallest "
+                     f'sha256 of their UTF-8 text, and their copies, are val, the rest train',
+            'invalid_utf8_replaced': scan.replaced, 'fingerprint': fingerprint, 'shard_tokens': cfg['shard_tokens'],
         }
         counts = write_token_files(cfg, scan, is_val, tok, meta)
     else:
-        print(f"{out} is up to date (fingerprint {fingerprint[:12]}): skipping tokenization; --force rebuilds")
-        counts = np.load(os.path.join(out, "counts.npy"))
-    write_vocab_files(out, counts, tok, cfg["shrink_vocab"], fingerprint, force=rebuild)
+        print(f'{out} is up to date (fingerprint {fingerprint[:12]}): skipping tokenization; --force rebuilds')
+        counts = np.load(os.path.join(out, 'counts.npy'))
+    write_vocab_files(out, counts, tok, cfg['shrink_vocab'], fingerprint, force=rebuild)
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == '__main__':
     sys.exit(main())

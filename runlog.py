@@ -111,9 +111,9 @@ class StepClock:
         if not self.warm:
             return 'after warm-up'
         per_iter = (self.t_lap - self.t_warm) / (self.lap_ticks - self.warm_ticks)
-        return f"{iters_left * per_iter / 60:.1f} min"
+        return f'{iters_left * per_iter / 60:.1f} min'
 
     def add_mfu(self, mfu: float) -> str:
         """Fold one iteration's MFU into the moving average; the average as text."""
         self.mfu = mfu if self.mfu < 0 else 0.9 * self.mfu + 0.1 * mfu
-        return f"{self.mfu:.2%}"
+        return f'{self.mfu:.2%}'

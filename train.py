@@ -134,18 +134,18 @@ check_choices(config, dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqr
                            wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
                            weight_decay_convention=('torch', 'decoupled'), decoder_bias_init=('unigram', 'zeros')))
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
-    fail("mask_rate and eval_mask_rate must be in (0, 1)")
+    fail('mask_rate and eval_mask_rate must be in (0, 1)')
 if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
-    fail("mask_token_prob and random_token_prob must be >= 0 and sum to at most 1")
+    fail('mask_token_prob and random_token_prob must be >= 0 and sum to at most 1')
 if learning_rate <= 0 or min_lr < 0:
-    fail("learning_rate must be > 0 and min_lr >= 0")
+    fail('learning_rate must be > 0 and min_lr >= 0')
 check_at_least(config, dict(batch_size=1, block_size=1, gradient_accumulation_steps=1, max_iters=1, eval_interval=1,
                             log_interval=1, eval_iters=1, checkpoint_interval=0))  # 0: no checkpoints between evals
 _problem = validate_schedule(schedule, remapping=vocab_remapping_file is not None)
 if _problem:
-    fail(f"schedule: {_problem}")
+    fail(f'schedule: {_problem}')
 if teacher is not None and not (0.0 <= distill_weight <= 1.0 and distill_temperature > 0):
-    fail("distill_weight must be in [0, 1] and distill_temperature > 0")
+    fail('distill_weight must be in [0, 1] and distill_temperature > 0')
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 auto_resume = init_from == 'auto' or init_from.startswith('auto:')
@@ -163,8 +163,8 @@ master = rank == 0
 log = RunLog(out_dir, master)  # metrics.jsonl, wandb and stdout, from rank 0
 for _steps in [gradient_accumulation_steps, *scheduled_values(schedule, 'set_gradient_accumulation_steps')]:
     if _steps % world_size:
-        fail(f"gradient_accumulation_steps={_steps} must be divisible by the {world_size} processes (it counts "
-             f"micro-batches over all ranks)")
+        fail(f'gradient_accumulation_steps={_steps} must be divisible by the {world_size} processes (it counts '
+             f'micro-batches over all ranks)')
 device_type = 'cuda' if device.startswith('cuda') else 'cpu'
 compile = device_type == 'cuda' if compile is None else compile
 if attn_implementation == 'flex' and device_type != 'cuda':
@@ -179,7 +179,7 @@ autocast = nullcontext() if dtype == 'float32' else torch.autocast(device_type, 
 
 # data ------------------------------------------------------------------------
 data_dir = os.path.join(data_root, dataset)
-prepare_hint = f"run: python prepare.py --dataset={dataset} --out_dir={data_dir}"
+prepare_hint = f'run: python prepare.py --dataset={dataset} --out_dir={data_dir}'
 longest_block = max([block_size, *scheduled_values(schedule, 'set_block_size')])
 meta = load_dataset(data_dir, longest_block, prepare_hint)  # stops with one line on a problem
 shards = {split: shard_paths(data_dir, split, meta) for split in ('train', 'val')}  # each split's token files
@@ -191,7 +191,7 @@ if vocab_remapping_file is not None:
     remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, rare_token_id)
     rare_id = remap['rare_id']
 elif shrunken_vocab_size is not None:
-    fail("shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)")
+    fail('shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)')
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
 curriculum = Curriculum(schedule, meta, remap, rare_id, learning_rate, mask_rate, device, seed,
                         shape=dict(batch_size=batch_size, block_size=block_size,
@@ -224,15 +224,15 @@ if auto_resume:  # out_dir is this run's: its checkpoint, if any, is where a kil
 if init_from != 'resume' and not overwrite and not eval_only and not auto_resume:
     for _name in ('ckpt.pt', 'metrics.jsonl'):
         if os.path.exists(os.path.join(out_dir, _name)):
-            fail(f"{os.path.join(out_dir, _name)} exists; use --init_from=resume to continue that run, another "
-                 f"--out_dir, or --overwrite=True to start over")
+            fail(f'{os.path.join(out_dir, _name)} exists; use --init_from=resume to continue that run, another '
+                 f'--out_dir, or --overwrite=True to start over')
 # auto with no checkpoint starts over a log only when it is this run's (an attempt killed before its first save)
 if auto_resume and init_from != 'resume' and not overwrite and not eval_only and log.size():
     _saved = log.run_settings()
     _changed = other_run_settings(_saved, config) if _saved is not None else ''
     if _saved is None or _changed:
         fail(f"{log.path} is another run's log (it {'has ' + _changed if _changed else 'records no settings'}); "
-             f"use another --out_dir, or --overwrite=True to start over")
+             f'use another --out_dir, or --overwrite=True to start over')
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 if init_from == 'scratch':
     _mapping, _space = curriculum.space()
@@ -242,8 +242,8 @@ if init_from == 'scratch':
             model.decoder.bias.copy_(unigram_logits(load_counts(data_dir, meta, prepare_hint), _space, _mapping))
 elif init_from.startswith('hf:'):
     _loaded = load_model(init_from)
-    require_same_tokenizer(_loaded.tokenizer, data_tokenizer(meta), f"the model {init_from[3:]}",
-                           f"the data in {data_dir}")
+    require_same_tokenizer(_loaded.tokenizer, data_tokenizer(meta), f'the model {init_from[3:]}',
+                           f'the data in {data_dir}')
     model = _loaded.model
 else:
     path = ckpt_path if init_from == 'resume' else init_from
@@ -256,9 +256,9 @@ else:
         state.update(saved)
         iter_num, best_val_loss = checkpoint['iter_num'], checkpoint['best_val_loss']
         wandb_run_id, keep_metrics_bytes = checkpoint.get('wandb_run_id'), checkpoint.get('metrics_bytes')
-        log(line=f"resuming {path} at iter {iter_num}")
+        log(line=f'resuming {path} at iter {iter_num}')
 if state['remapping'] and remap is None:
-    fail(f"{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with")
+    fail(f'{path} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was trained with')
 fit_model_to_data(model, remap if state['remapping'] else meta, curriculum.space()[1].size, longest_block,
                   attn_implementation)
 if state['finetune_mode']:
@@ -274,7 +274,7 @@ if init_from == 'resume':
     check_same_teacher(checkpoint.get('teacher'), teacher_record, path)
 if teacher_model is not None:
     if teacher_model.get_num_params() < raw_model.get_num_params():
-        log(line=f"the teacher ({teacher_model.get_num_params() / 1e6:.2f}M parameters) is smaller than the student")
+        log(line=f'the teacher ({teacher_model.get_num_params() / 1e6:.2f}M parameters) is smaller than the student')
     if compile:
         teacher_model = torch.compile(teacher_model)
 shrunk_to_full = remap['shrunk_to_full'].to(device) if remap is not None else None
@@ -300,7 +300,7 @@ def make_optimizer() -> torch.optim.Optimizer:
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
     """torch.compile, then DDP; redone when an operation changes the parameters."""
     if compile:
-        log(line="compiling the model: the first steps take longer")
+        log(line='compiling the model: the first steps take longer')
         # forget the graphs of the model as it was: each rebuild would otherwise count towards dynamo's
         # recompile limit, past which it silently falls back to eager
         torch._dynamo.reset()
@@ -364,7 +364,7 @@ def read_skips() -> None:
             f"iter {it}: non-finite loss or gradient, step skipped ({progress['skipped_in_a_row']} in a row)")
         if progress['skipped_in_a_row'] >= max_skipped_steps:
             fail(f"{progress['skipped_in_a_row']} consecutive non-finite steps at iter {it}; lower learning_rate or "
-                 f"use bf16; the last good checkpoint is {ckpt_path}")
+                 f'use bf16; the last good checkpoint is {ckpt_path}')
     pending_skips.clear()
 
 
@@ -384,15 +384,15 @@ def save(it: int) -> None:
         try:
             save_checkpoint(checkpoint_state(it), ckpt_path)
         except OSError as e:  # a full disk, a folder gone read-only: the previous checkpoint is still whole
-            problem = (f"cannot save {ckpt_path} at iter {it} ({first_line(e)}); free space or fix {out_dir}, then "
-                       f"resume: the last checkpoint saved is intact")
+            problem = (f'cannot save {ckpt_path} at iter {it} ({first_line(e)}); free space or fix {out_dir}, then '
+                       f'resume: the last checkpoint saved is intact')
         else:
-            log(line=f"iter {it}: saved {ckpt_path}")
+            log(line=f'iter {it}: saved {ckpt_path}')
             if keep_last_checkpoints > 0:
                 keep_last(ckpt_path, it, keep_last_checkpoints)
     # every rank learns whether rank 0 saved (in place of a barrier, where the others would wait for it forever)
     if all_reduce(torch.tensor(float(bool(problem)), device=device), dist.ReduceOp.MAX).item():
-        fail(problem or f"rank 0 could not save {ckpt_path} at iter {it} (its error says why)")
+        fail(problem or f'rank 0 could not save {ckpt_path} at iter {it} (its error says why)')
 
 
 stop_requested = threading.Event()
@@ -419,10 +419,10 @@ def step_batches(it: int) -> list:
 wandb_settings = (dict(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode, id=wandb_run_id)
                   if wandb_log else None)
 wandb_run_id = log.open(None if eval_only else keep_metrics_bytes, wandb_settings, config) or wandb_run_id
-log(line=f"{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, "
-    f"{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} process(es), "
-    f"device {device}, {dtype}")
-log(line=f"attention: {raw_model.attention_summary(torch.device(device))}")
+log(line=f'{raw_model.get_num_params() / 1e6:.2f}M parameters, vocabulary {raw_model.config.vocab_size}, '
+    f'{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} process(es), '
+    f'device {device}, {dtype}')
+log(line=f'attention: {raw_model.attention_summary(torch.device(device))}')
 trainable = [p for p in raw_model.parameters() if p.requires_grad]
 local_iter, clock, ahead = 0, StepClock(), {}
 overflow = torch.zeros((), dtype=torch.bool, device=device)  # a micro-batch had more labels than the head's capacity
@@ -444,7 +444,7 @@ while True:
         fired = curriculum.run(iter_num, raw_model, optimizer, make_optimizer,
                                progress['last_val_loss'] if progress['last_eval_iter'] == iter_num else None)
     except ScheduleError as e:
-        fail(f"{e}; {ckpt_path} holds the state from before it")
+        fail(f'{e}; {ckpt_path} holds the state from before it')
     if fired:
         for record in fired.records:
             log(record, f"iter {iter_num}: operation {record['op']}({record['value']!r}) fired by {record['trigger']}")
@@ -519,7 +519,7 @@ while True:
     # the flags are read at log points only (reading waits for the GPU), agreed by every rank so that all stop
     if iter_num % log_interval == 0:
         if all_reduce(overflow.float(), dist.ReduceOp.MAX).item():
-            fail(f"a micro-batch had more masked tokens than prediction_capacity({window_tokens}, "
+            fail(f'a micro-batch had more masked tokens than prediction_capacity({window_tokens}, '
                  f"{state['mask_rate']}) = {capacity}; this should never happen: report it, and use --compile=False")
         read_skips()
         if teacher_model is not None:  # read, like the loss, at log points only
@@ -535,8 +535,8 @@ while True:
             parts = dict(zip(('mlm_loss', 'distill_loss'), loss_parts.tolist()))
         log(dict(iter=iter_num, loss=loss_value, **parts, lr=lr, tokens=progress['tokens'],
                  tokens_per_s=tokens_per_iter / dt, mfu=clock.mfu, grad_norm=grad_norm.item()),
-            f"iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, "
-            f"{100 * (iter_num + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - iter_num - 1)}")
+            f'iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, '
+            f'{100 * (iter_num + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - iter_num - 1)}')
     iter_num += 1
     local_iter += 1
     # every rank must stop at the same iteration: under DDP they agree at log points, where the host waits anyway
@@ -546,8 +546,8 @@ while True:
             torch.tensor(float(stop), device=device), dist.ReduceOp.MAX).item() > 0
     if stop:
         save(iter_num)
-        log(line=f"stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume with "
-                 f"--init_from=resume")
+        log(line=f'stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume with '
+                 f'--init_from=resume')
         break
 
 read_skips()

@@ -19,7 +19,7 @@ from transformers.modeling_outputs import BaseModelOutput, MaskedLMOutput
 
 
 class NeoBERTConfig(PretrainedConfig):
-    model_type = "neobert"
+    model_type = 'neobert'
 
     def __init__(self, vocab_size: int = 30522, hidden_size: int = 768, num_hidden_layers: int = 28,
                  num_attention_heads: int = 12, intermediate_size: int = 3072, max_length: int = 4096,
@@ -28,8 +28,8 @@ class NeoBERTConfig(PretrainedConfig):
                  attention_dropout: float = 0.0, mlp_dropout: float = 0.0, embedding_init_range: float = 0.02,
                  decoder_init_range: float = 0.02, pad_token_id: int = 0, **kwargs):
         if hidden_size % num_attention_heads or (hidden_size // num_attention_heads) % 2:
-            raise ValueError(f"hidden_size={hidden_size} must split into num_attention_heads={num_attention_heads} "
-                             "heads of even size (RoPE rotates pairs)")
+            raise ValueError(f'hidden_size={hidden_size} must split into num_attention_heads={num_attention_heads} '
+                             'heads of even size (RoPE rotates pairs)')
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -46,7 +46,7 @@ class NeoBERTConfig(PretrainedConfig):
         self.mlp_dropout = mlp_dropout
         self.embedding_init_range = embedding_init_range
         self.decoder_init_range = decoder_init_range
-        kwargs["tie_word_embeddings"] = False  # the decoder is its own matrix (transformers 4.x ties by default)
+        kwargs['tie_word_embeddings'] = False  # the decoder is its own matrix (transformers 4.x ties by default)
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
 
@@ -100,8 +100,8 @@ class EncoderBlock(nn.Module):
 
 class NeoBERTPreTrainedModel(PreTrainedModel):
     config_class = NeoBERTConfig
-    base_model_prefix = "model"
-    _no_split_modules = ["EncoderBlock"]
+    base_model_prefix = 'model'
+    _no_split_modules = ['EncoderBlock']
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
@@ -132,7 +132,7 @@ class NeoBERT(NeoBERTPreTrainedModel):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 output_hidden_states: bool | None = None, return_dict: bool | None = None) -> BaseModelOutput:
         if input_ids.shape[1] > self.config.max_length:
-            raise ValueError(f"sequence length {input_ids.shape[1]} exceeds max_length={self.config.max_length}")
+            raise ValueError(f'sequence length {input_ids.shape[1]} exceeds max_length={self.config.max_length}')
         mask = None
         if attention_mask is not None:
             keep = attention_mask.bool()

@@ -2,12 +2,12 @@ import os
 import sys
 
 # Tests run offline and import the top-level scripts as modules.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+os.environ.setdefault('WANDB_MODE', 'disabled')
 # Under pytest-xdist each worker gets one core: one thread per worker, and for the scripts it launches, so two
 # workers on two cores do not fight over them.
-if "PYTEST_XDIST_WORKER" in os.environ:
-    os.environ["OMP_NUM_THREADS"] = "1"
+if 'PYTEST_XDIST_WORKER' in os.environ:
+    os.environ['OMP_NUM_THREADS'] = '1'
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
@@ -26,30 +26,30 @@ from checkpoint import load_checkpoint  # noqa: E402
 from tokenizer import package_dir  # noqa: E402
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope='session')
 def data_root(tmp_path_factory):
     """The embedded Shakespeare corpus prepared once per test session: <data_root>/shakespeare/, with
     shrunken vocabularies of 512 and 4096 tokens."""
     import prepare
-    root = tmp_path_factory.mktemp("data")
-    assert prepare.main([f"--out_dir={root / 'shakespeare'}", "--shrink_vocab=512,4096", "--num_proc=2"]) == 0
+    root = tmp_path_factory.mktemp('data')
+    assert prepare.main([f"--out_dir={root / 'shakespeare'}", '--shrink_vocab=512,4096', '--num_proc=2']) == 0
     return root
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope='session')
 def ckpt(data_root, tmp_path_factory):
     """A checkpoint of the tiny model trained for two iterations, to fine-tune (test_finetune, test_cuda)."""
-    out = tmp_path_factory.mktemp("pretrained")
-    train(data_root, out, "--max_iters=2", "--eval_interval=2")
-    return str(out / "ckpt.pt")
+    out = tmp_path_factory.mktemp('pretrained')
+    train(data_root, out, '--max_iters=2', '--eval_interval=2')
+    return str(out / 'ckpt.pt')
 
 
 def run_script(*args: str, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run a top-level script (train.py, prepare.py, ...) from the repo root with the test interpreter."""
     result = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
-        raise AssertionError(f"{args[0]} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
-                             f"{result.stderr[-3000:]}")
+        raise AssertionError(f'{args[0]} failed ({result.returncode}):\n{result.stdout[-3000:]}\n'
+                             f'{result.stderr[-3000:]}')
     return result
 
 
@@ -84,7 +84,7 @@ def stop_in_process(script: str, *args: str) -> str:
     try:
         runpy.run_path(script, run_name='__main__')
     except SystemExit as e:
-        assert isinstance(e.code, str), f"{script} exited with status {e.code!r}, not with a message"
+        assert isinstance(e.code, str), f'{script} exited with status {e.code!r}, not with a message'
         return e.code
     finally:
         sys.argv = saved[0]
@@ -115,13 +115,13 @@ def assert_same_weights(a, b, exact=True):
 
 
 def shakespeare_texts() -> dict[str, str]:
-    folder = package_dir("shksprdata", "") / "texts"
-    return {p.name: p.read_text() for p in sorted(folder.glob("*_gut.txt"))}
+    folder = package_dir('shksprdata', '') / 'texts'
+    return {p.name: p.read_text() for p in sorted(folder.glob('*_gut.txt'))}
 
 
 MODERNBERT_IDS = {
-    "The capital of France is [MASK].": [50281, 510, 5347, 273, 6181, 310, 50284, 15, 50282],
-    "Hello world! This is a test.": [50281, 12092, 1533, 2, 831, 310, 247, 1071, 15, 50282],
+    'The capital of France is [MASK].': [50281, 510, 5347, 273, 6181, 310, 50284, 15, 50282],
+    'Hello world! This is a test.': [50281, 12092, 1533, 2, 831, 310, 247, 1071, 15, 50282],
 }
 
 

@@ -70,7 +70,7 @@ def test_config_file_with_list_dict_and_unknown_key(tmp_path):
     assert cfg['batch_size'] == 4 and cfg['schedule'][0]['name'] == 'set_lr'
     assert cfg['model_overrides'] == {'norm_eps': 1e-6} and cfg['learning_rate'] == pytest.approx(1e-3)
     bad = tmp_path / 'bad.py'
-    bad.write_text("bach_size = 8\n")
+    bad.write_text('bach_size = 8\n')
     message = error_of(str(bad))
     assert "unknown key 'bach_size'" in message and str(bad) in message and "'batch_size'" in message
     assert 'not found' in error_of(str(tmp_path / 'missing.py'))

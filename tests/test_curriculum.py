@@ -53,10 +53,10 @@ def test_demo_curriculum_end_to_end(data_root, curriculum_run):
     assert ckpt['model_args']['vocab_size'] == 50368 and ckpt['state']['remapping'] is False
     assert ckpt['state']['finetune_mode'] is False and ckpt['state']['mask_rate'] == 0.2
     assert [r['op'] for r in ckpt['state']['executed_ops']] == [op for _, op, _ in ops]
-    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt.pt'))("To be, or not to [MASK].", top_k=2)
+    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt.pt'))('To be, or not to [MASK].', top_k=2)
     assert len(candidates) == 2
     # in the shrunken phase the model has 512 rows; fill_mask maps through the remapping file
-    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt_0000003.pt'))("To be, or not to [MASK].", top_k=2)
+    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt_0000003.pt'))('To be, or not to [MASK].', top_k=2)
     assert len(candidates) == 2
 
 

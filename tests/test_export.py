@@ -18,23 +18,23 @@ from hf import save_pretrained
 from model import Encoder, EncoderConfig
 from tokenizer import GPT2_VOCAB_SIZE, SPECIAL_NAMES, hf_tokenizer, load_tokenizer
 
-TEXTS = SENTENCES + ["Friends, [MASK], countrymen, lend me your [MASK]."]
+TEXTS = SENTENCES + ['Friends, [MASK], countrymen, lend me your [MASK].']
 # 20 steps at a high learning rate: predictions far enough from uniform that the top 5 has no near-ties
 QUICK = ('--max_iters=20', '--eval_interval=20', '--learning_rate=1e-2', '--min_lr=1e-3')
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope='module')
 def modernbert(data_root, tmp_path_factory):
     """(checkpoint, export folder) of a tiny ModernBERT, exported by the command line (in this process)."""
-    out = tmp_path_factory.mktemp("modernbert")
+    out = tmp_path_factory.mktemp('modernbert')
     train(data_root, out, *QUICK)
     export_hf.main([f'--out_dir={out}'])
     return str(out / 'ckpt.pt'), str(out / 'hf')
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope='module')
 def neobert(data_root, tmp_path_factory):
-    out = tmp_path_factory.mktemp("neobert")
+    out = tmp_path_factory.mktemp('neobert')
     train(data_root, out, '--arch=neobert', *QUICK)
     export(str(out / 'ckpt.pt'), str(out / 'hf'))
     return str(out / 'ckpt.pt'), str(out / 'hf')
@@ -57,7 +57,7 @@ def pipeline_top_k(fill, text: str) -> list[list[tuple[str, float]]]:
     """A fill-mask pipeline's top 5 as fill_mask.py gives them: per [MASK], (token, probability) pairs."""
     results = fill(text, top_k=5)
     per_mask = results if isinstance(results[0], list) else [results]  # one list per [MASK]
-    return [[(r["token_str"], r["score"]) for r in candidates] for candidates in per_mask]
+    return [[(r['token_str'], r['score']) for r in candidates] for candidates in per_mask]
 
 
 def assert_same_top_k(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float]]]) -> None:
@@ -86,39 +86,39 @@ def test_gpt2_tokenizer_export_has_prepare_ids(modernbert):
     tok = AutoTokenizer.from_pretrained(modernbert[1])
     ref = load_tokenizer('gpt2')
     assert len(tok) == GPT2_VOCAB_SIZE
-    assert {n: getattr(tok, f"{n}_token_id") for n in SPECIAL_NAMES} == \
-        {n: getattr(ref, f"{n}_token_id") for n in SPECIAL_NAMES}
+    assert {n: getattr(tok, f'{n}_token_id') for n in SPECIAL_NAMES} == \
+        {n: getattr(ref, f'{n}_token_id') for n in SPECIAL_NAMES}
     assert set(ref.special_ids) <= set(tok.all_special_ids)
     docs = [d for d, _ in documents('shakespeare')]
-    text = docs[0][:100_000] + "\n\u00e9t\u00e9 \U0001f600  tabs\t\tand  spaces  \n"
-    ids = tok(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    text = docs[0][:100_000] + '\n\u00e9t\u00e9 \U0001f600  tabs\t\tand  spaces  \n'
+    ids = tok(text, add_special_tokens=False, split_special_tokens=True)['input_ids']
     assert ids == ref.encode_ordinary(text) and len(ids) > 20_000
     assert tok.decode(ids) == text
-    for sentence in TEXTS + ["<|endoftext|>[CLS] a[SEP]b [PAD][UNK]"]:  # special tokens written in the text
+    for sentence in TEXTS + ['<|endoftext|>[CLS] a[SEP]b [PAD][UNK]']:  # special tokens written in the text
         encoded = tok(sentence)
-        assert encoded["input_ids"] == [ref.cls_token_id, *ref.encode(sentence), ref.sep_token_id]
-        assert set(encoded) == {"input_ids", "attention_mask"}
+        assert encoded['input_ids'] == [ref.cls_token_id, *ref.encode(sentence), ref.sep_token_id]
+        assert set(encoded) == {'input_ids', 'attention_mask'}
 
 
 def test_hf_tokenizer_is_saved_as_it_loads(tmp_path):
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     from transformers import BertTokenizerFast
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    backend = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    specials = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
+    backend = Tokenizer(models.WordPiece(unk_token='[UNK]'))
     backend.normalizer, backend.pre_tokenizer = normalizers.BertNormalizer(), pre_tokenizers.BertPreTokenizer()
     backend.train_from_iterator(SENTENCES * 5, trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
-    BertTokenizerFast(tokenizer_object=backend).save_pretrained(str(tmp_path / "bert"))
-    hf_tokenizer(str(tmp_path / "bert"), model_max_length=128).save_pretrained(str(tmp_path / "out"))
-    original, copy = (AutoTokenizer.from_pretrained(str(tmp_path / p)) for p in ("bert", "out"))
+    BertTokenizerFast(tokenizer_object=backend).save_pretrained(str(tmp_path / 'bert'))
+    hf_tokenizer(str(tmp_path / 'bert'), model_max_length=128).save_pretrained(str(tmp_path / 'out'))
+    original, copy = (AutoTokenizer.from_pretrained(str(tmp_path / p)) for p in ('bert', 'out'))
     assert type(copy) is type(original) and copy.model_max_length == 128
     for text in TEXTS:
-        assert copy(text)["input_ids"] == original(text)["input_ids"]
-    assert set(copy(TEXTS[0])) == {"input_ids", "attention_mask"}  # no token_type_ids: neither model takes them
+        assert copy(text)['input_ids'] == original(text)['input_ids']
+    assert set(copy(TEXTS[0])) == {'input_ids', 'attention_mask'}  # no token_type_ids: neither model takes them
 
 
 def test_fill_mask_pipeline_top_k_equals_fill_mask_py(modernbert):
     ckpt, folder = modernbert
-    fill, from_checkpoint, from_folder = pipeline("fill-mask", model=folder), MaskFiller(ckpt), MaskFiller(folder)
+    fill, from_checkpoint, from_folder = pipeline('fill-mask', model=folder), MaskFiller(ckpt), MaskFiller(folder)
     for text in TEXTS:
         expected = from_checkpoint(text, top_k=5)
         assert_same_top_k(pipeline_top_k(fill, text), expected)
@@ -131,20 +131,20 @@ def test_fill_mask_script_reads_an_exported_folder(modernbert, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == TEXTS[-1] and [line.split(':')[0] for line in lines[1:]] == ['  [MASK] 0', '  [MASK] 1']
     first_guess = MaskFiller(modernbert[1])(TEXTS[-1], top_k=3)[0][0][0]
-    assert lines[1].startswith(f"  [MASK] 0: {first_guess!r}")
+    assert lines[1].startswith(f'  [MASK] 0: {first_guess!r}')
 
 
 def test_sentence_transformer_mean_pools_the_export(modernbert):
     from sentence_transformers import SentenceTransformer
     folder = modernbert[1]
-    st = SentenceTransformer(folder, device="cpu")
-    sentences = ["To be, or not to be.", "A horse! a horse! my kingdom for a horse!"]
+    st = SentenceTransformer(folder, device='cpu')
+    sentences = ['To be, or not to be.', 'A horse! a horse! my kingdom for a horse!']
     embeddings = st.encode(sentences, convert_to_tensor=True)
     tok, base = AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder).eval()
-    batch = tok(sentences, padding=True, return_tensors="pt")
+    batch = tok(sentences, padding=True, return_tensors='pt')
     with torch.no_grad():
         hidden = base(**batch).last_hidden_state
-    weights = batch["attention_mask"].unsqueeze(-1).float()
+    weights = batch['attention_mask'].unsqueeze(-1).float()
     expected = (hidden * weights).sum(1) / weights.sum(1)
     assert embeddings.shape == (2, 32)
     torch.testing.assert_close(embeddings, expected, rtol=1e-4, atol=1e-5)
@@ -169,7 +169,7 @@ def test_neobert_export_loads_with_remote_code_and_gives_our_logits(neobert):
     torch.testing.assert_close(hf(input_ids=ids, labels=labels).loss, our_model(ckpt)(ids, labels=labels)[1])
     expected = MaskFiller(ckpt)(TEXTS[-1])
     assert_same_top_k(MaskFiller(folder)(TEXTS[-1]), expected)
-    assert_same_top_k(pipeline_top_k(pipeline("fill-mask", model=folder, trust_remote_code=True), TEXTS[-1]), expected)
+    assert_same_top_k(pipeline_top_k(pipeline('fill-mask', model=folder, trust_remote_code=True), TEXTS[-1]), expected)
 
 
 @torch.no_grad()
@@ -192,7 +192,7 @@ def test_shrunken_checkpoint_exports_in_the_full_vocabulary(data_root, tmp_path)
 
 def test_a_tokenizer_trained_by_prepare_goes_through_training_and_export(tmp_path):
     # prepare.py --train_tokenizer -> train.py -> export_hf.py -> transformers, with nothing but the data folder
-    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'mine'}", "--train_tokenizer=512", "--num_proc=1"]) == 0
+    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'mine'}", '--train_tokenizer=512', '--num_proc=1']) == 0
     train(tmp_path / 'data', tmp_path / 'out', '--dataset=mine', *QUICK)
     export(str(tmp_path / 'out' / 'ckpt.pt'), str(tmp_path / 'hf'))
     tok = AutoTokenizer.from_pretrained(str(tmp_path / 'hf'))

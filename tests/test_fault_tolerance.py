@@ -45,7 +45,7 @@ def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):
     refused = train(data_root, out, '--init_from=auto', '--max_iters=5', check=False)
     assert refused.returncode != 0
     assert refused.stderr.strip() == (f"train.py: {out / 'metrics.jsonl'} is another run's log (it records no "
-                                      f"settings); use another --out_dir, or --overwrite=True to start over")
+                                      f'settings); use another --out_dir, or --overwrite=True to start over')
     assert (out / 'metrics.jsonl').read_text() == foreign  # nothing touched
     args = ('--init_from=auto', '--max_iters=5', '--eval_interval=100', '--checkpoint_interval=2')
     train(data_root, out, *args, '--overwrite=True')
@@ -60,7 +60,7 @@ def test_auto_resumes_this_run_and_refuses_another(data_root, tmp_path):
     other = train(data_root, out, '--init_from=auto', '--max_iters=9', '--learning_rate=2e-3', check=False)
     assert other.returncode != 0
     assert other.stderr.strip() == (f"train.py: {out / 'ckpt.pt'} is another run's: it has learning_rate=0.001 "
-                                    f"(not 0.002); use another out_dir, or --init_from=resume to continue it with this "
+                                    f'(not 0.002); use another out_dir, or --init_from=resume to continue it with this '
                                     f"run's settings")
     assert load_checkpoint(str(out / 'ckpt.pt'))['iter_num'] == 7  # nothing touched
     os.remove(out / 'ckpt.pt')
@@ -90,7 +90,7 @@ def test_a_full_disk_at_a_save_stops_every_rank_with_one_line_and_keeps_the_last
     result = torchrun(8)
     assert result.returncode != 0  # both ranks stopped: none waits at a barrier for ever (timeout above)
     assert (f"train.py: cannot save {out / 'ckpt.pt'} at iter 6 (OSError: [Errno 28] No space left on device); "
-            f"free space or fix {out}, then resume: the last checkpoint saved is intact") in result.stderr
+            f'free space or fix {out}, then resume: the last checkpoint saved is intact') in result.stderr
     assert f"train.py: rank 0 could not save {out / 'ckpt.pt'} at iter 6" in result.stderr
     assert load_checkpoint(str(out / 'ckpt.pt'))['iter_num'] == 4
     assert sorted(os.listdir(out)) == ['ckpt.pt', 'metrics.jsonl']  # no half-written file left
@@ -103,7 +103,7 @@ def test_several_nodes_with_restarts_need_a_store_per_attempt(data_root, tmp_pat
     result = subprocess.run([sys.executable, 'train.py', *TINY, f'--data_root={data_root}',
                              f'--out_dir={tmp_path}'], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode != 0
-    assert result.stderr.strip() == ("train.py: torchrun --max-restarts on several nodes needs a new store for each "
+    assert result.stderr.strip() == ('train.py: torchrun --max-restarts on several nodes needs a new store for each '
                                      "attempt: set TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in torchrun's environment")
 
 
@@ -126,8 +126,8 @@ def workers(agent: int) -> dict[int, int]:
 def wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 120):
     deadline = time.time() + timeout
     while not condition():
-        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()[1][-3000:]}"
-        assert time.time() < deadline, f"timed out waiting for {what}"
+        assert proc.poll() is None, f'the run ended before {what}: {proc.communicate()[1][-3000:]}'
+        assert time.time() < deadline, f'timed out waiting for {what}'
         time.sleep(0.02)
 
 

@@ -119,7 +119,7 @@ def test_glue_tasks_through_datasets(ckpt, monkeypatch):
         fields, num_labels, _, evals = finetune.GLUE_TASKS[name]
 
         def rows(n):
-            return [{**{f: f"text {i} for {f}" for f in fields},
+            return [{**{f: f'text {i} for {f}' for f in fields},
                      'label': float(rng.random() * 5) if num_labels == 1 else int(rng.integers(num_labels))}
                     for i in range(n)]
         return {'train': rows(32), **{split: rows(16) for split in evals}}

@@ -227,7 +227,7 @@ def test_select_importance_keeps_the_largest_norm_heads_and_neurons():
     (['--num_hidden_layers=7'], 'num_hidden_layers=7 is larger than the teacher'),
     (['--intermediate_size=200'], 'intermediate_size=200 is larger'),
     (['--hidden_size=32', '--num_attention_heads=3'], 'not divisible by num_attention_heads=3'),
-    (['--hidden_size=32', '--num_attention_heads=1'], "head_dim 32 (hidden_size / num_attention_heads) differs"),
+    (['--hidden_size=32', '--num_attention_heads=1'], 'head_dim 32 (hidden_size / num_attention_heads) differs'),
     (['--guide_layers=2'], 'guide_layers=2 must be 0'),
     (['--select=random'], "select='random' must be"),
 ])

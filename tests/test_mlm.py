@@ -15,7 +15,7 @@ def test_masking_statistics_over_a_million_positions():
     inputs, labels = mask_tokens(x, space, 0.30, 0.8, 0.1, gen)
     special = space.special[x]
     selected = labels != IGNORE_INDEX
-    assert not (selected & special).any(), "a special token was selected"
+    assert not (selected & special).any(), 'a special token was selected'
     assert abs(selected.float().sum() / (~special).sum() - 0.30) < 0.01
     assert torch.equal(labels[selected], x[selected])
     as_mask = (inputs == 3) & selected
@@ -25,7 +25,7 @@ def test_masking_statistics_over_a_million_positions():
     assert abs(as_mask.sum() / n - 0.8) < 0.01
     # a random draw can hit the original token: the kept share absorbs 1/|random ids| of the random share
     assert abs(changed.sum() / n - 0.1) < 0.01 and abs(kept.sum() / n - 0.1) < 0.01
-    assert not space.special[inputs[changed]].any(), "a random replacement was a special token"
+    assert not space.special[inputs[changed]].any(), 'a random replacement was a special token'
     assert torch.equal(inputs[~selected], x[~selected])
 
 

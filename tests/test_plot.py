@@ -10,10 +10,10 @@ from conftest import read_metrics, train
 SCHEDULE = "--schedule=[{'name': 'set_lr', 'value': 5e-4, 'at_iter': 3}]"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope='module')
 def run(data_root, tmp_path_factory):
     """out_dir of a 6-step run that evaluates every 3 steps and lowers the learning rate at step 3."""
-    out = tmp_path_factory.mktemp("run")
+    out = tmp_path_factory.mktemp('run')
     train(data_root, out, '--max_iters=6', '--eval_interval=3', SCHEDULE)
     return out
 
@@ -28,7 +28,7 @@ def test_plot_writes_a_png_of_the_run(run, tmp_path, capsys):
 
 def test_figure_holds_the_metrics_and_marks_the_operation(run):
     records = read_metrics(run)
-    fig = plot.make_figure(records, "run")
+    fig = plot.make_figure(records, 'run')
     loss, accuracy, lr = fig.axes
     curves = {ax: {line.get_label(): line for line in ax.get_lines()} for ax in fig.axes}
     steps = [r for r in records if 'lr' in r]
@@ -45,16 +45,16 @@ def test_figure_holds_the_metrics_and_marks_the_operation(run):
 def test_tokens_axis_and_resumed_runs(run, tmp_path):
     tokens = plot.tokens_per_iter(str(run))
     assert tokens == 1 * 4 * 64  # gradient_accumulation_steps * batch_size * block_size of test_train.TINY
-    fig = plot.make_figure(read_metrics(run), "run", x_scale=tokens, x_label="tokens")
+    fig = plot.make_figure(read_metrics(run), 'run', x_scale=tokens, x_label='tokens')
     assert list(fig.axes[0].get_lines()[0].get_xdata()) == [i * tokens for i in range(6)]
     # a resumed run logs the steps after its checkpoint again: the later record wins
-    records = [{"iter": 0, "loss": 5.0}, {"iter": 1, "loss": 4.0}, {"iter": 1, "loss": 3.5}, {"iter": 2, "loss": 3.0},
-               {"iter": 2, "skipped_nonfinite": True, "loss": float("inf"), "skipped_steps": 1}]
-    assert plot.series(records, "loss") == ([0, 1, 2], [5.0, 3.5, 3.0])
+    records = [{'iter': 0, 'loss': 5.0}, {'iter': 1, 'loss': 4.0}, {'iter': 1, 'loss': 3.5}, {'iter': 2, 'loss': 3.0},
+               {'iter': 2, 'skipped_nonfinite': True, 'loss': float('inf'), 'skipped_steps': 1}]
+    assert plot.series(records, 'loss') == ([0, 1, 2], [5.0, 3.5, 3.0])
 
 
 def test_a_torn_line_is_skipped_with_a_warning(tmp_path, capsys):
-    records = [{"iter": 0, "loss": 1.0}, {"iter": 2, "loss": 0.5}]
+    records = [{'iter': 0, 'loss': 1.0}, {'iter': 2, 'loss': 0.5}]
     (tmp_path / 'metrics.jsonl').write_text(json.dumps(records[0]) + '\n{"iter": 1, "lo\n' + json.dumps(records[1]))
     assert plot.read_metrics(str(tmp_path / 'metrics.jsonl')) == records
     assert capsys.readouterr().err.strip() == f"warning: {tmp_path / 'metrics.jsonl'}:2 is not a JSON record; skipped"
@@ -63,7 +63,7 @@ def test_a_torn_line_is_skipped_with_a_warning(tmp_path, capsys):
 def test_bad_input_stops_with_one_line_and_writes_nothing(run, tmp_path):
     with pytest.raises(SystemExit, match='no .*metrics.jsonl: give the out_dir of a train.py run'):
         plot.plot(str(tmp_path))
-    record = json.dumps({"iter": 0, "loss": 1.0}) + '\n'
+    record = json.dumps({'iter': 0, 'loss': 1.0}) + '\n'
     (tmp_path / 'metrics.jsonl').write_text(record)  # valid, but no ckpt.pt to read the tokens per step from
     with pytest.raises(SystemExit, match='--x=tokens reads the run'):
         plot.plot(str(tmp_path), x='tokens')

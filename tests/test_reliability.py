@@ -58,7 +58,7 @@ def test_ddp_on_cpu_equals_one_process_with_the_same_accumulation(data_root, tmp
 
 class Unpicklable:
     def __reduce__(self):
-        raise RuntimeError("cannot pickle this")
+        raise RuntimeError('cannot pickle this')
 
 
 def test_failed_save_keeps_the_old_checkpoint(tmp_path):
@@ -84,10 +84,10 @@ def test_killed_save_keeps_the_old_checkpoint(tmp_path):
     path = tmp_path / 'ckpt.pt'
     save_checkpoint({'iter_num': 1}, str(path))
     writer = subprocess.Popen([sys.executable, '-c', (
-        "import sys, torch; from checkpoint import save_checkpoint\n"
+        'import sys, torch; from checkpoint import save_checkpoint\n'
         "big = {'iter_num': 2, 'w': torch.randn(200_000_000 // 4)}\n"
         "print('writing', flush=True)\n"
-        f"save_checkpoint(big, {str(path)!r})\n")], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        f'save_checkpoint(big, {str(path)!r})\n')], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert writer.stdout.readline().strip() == 'writing'
     time.sleep(0.2)  # well inside the write of 200 MB
     writer.kill()
@@ -197,7 +197,7 @@ BAD_INPUT = {
                                'block_size=256 exceeds max_position_embeddings=128'),
     'attention implementation': (['--attn_implementation=flash', '--out_dir={tmp}'],
                                  "attn_implementation='flash' is not one of auto, sdpa, flex"),
-    'flex on the CPU': (['--attn_implementation=flex', '--out_dir={tmp}'], "trains only on CUDA"),
+    'flex on the CPU': (['--attn_implementation=flex', '--out_dir={tmp}'], 'trains only on CUDA'),
     'zero accumulation': (['--gradient_accumulation_steps=0', '--out_dir={tmp}'], 'must be at least 1'),
     'masking probabilities': (['--mask_token_prob=0.8', '--random_token_prob=0.3'], 'sum to at most 1'),
     'missing remap file': (['--vocab_remapping_file=nope.pt', '--out_dir={tmp}'],

@@ -46,10 +46,10 @@ def full_batch(seed: int = 0):
     ids = torch.randint(0, 30, (3, 20), generator=g)
     mask = torch.ones_like(ids)
     mask[1, 14:] = 0
-    return ids.masked_fill(mask == 0, FULL_SPECIALS["pad_token_id"]), mask
+    return ids.masked_fill(mask == 0, FULL_SPECIALS['pad_token_id']), mask
 
 
-@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+@pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_gather_resize_preserves_the_function(arch):
     old = shrunk_model(arch)
     new = copy.deepcopy(old)
@@ -69,15 +69,15 @@ def test_gather_resize_preserves_the_function(arch):
     assert (after.logsumexp(-1) - before.logsumexp(-1)).abs()[real].max() <= TOL
     assert new.config.vocab_size == FULL_V and new.decoder.out_features == FULL_V
     assert {k: getattr(new.config, k) for k in FULL_SPECIALS} == FULL_SPECIALS  # ids follow their rows
-    assert new.model.tok_embeddings.padding_idx == FULL_SPECIALS["pad_token_id"]
+    assert new.model.tok_embeddings.padding_idx == FULL_SPECIALS['pad_token_id']
     tied = new.decoder.weight is new.model.tok_embeddings.weight
-    assert tied == (arch == "modernbert")
+    assert tied == (arch == 'modernbert')
     # a checkpoint of the grown model rebuilds from its config (train.py stores asdict(config) as model_args)
     rebuilt = Encoder(EncoderConfig(**dataclasses.asdict(new.config)))
     rebuilt.load_state_dict(new.state_dict(), strict=True)
 
 
-@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+@pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_gather_resize_rows_noise_and_bias(arch):
     old = shrunk_model(arch)
     new = copy.deepcopy(old)
@@ -96,7 +96,7 @@ def test_gather_resize_rows_noise_and_bias(arch):
             assert torch.allclose(w_new[rare], expected.expand(int(rare.sum())))
 
 
-@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+@pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_append_resize(arch):
     old = shrunk_model(arch)
     new = copy.deepcopy(old)
@@ -110,15 +110,15 @@ def test_append_resize(arch):
     with torch.no_grad():
         assert torch.allclose(new(ids)[0][..., :K], old(ids)[0], atol=TOL)
     assert new.config.pad_token_id == 0 and new.config.vocab_size == K + 6
-    assert (new.decoder.weight is new.model.tok_embeddings.weight) == (arch == "modernbert")
+    assert (new.decoder.weight is new.model.tok_embeddings.weight) == (arch == 'modernbert')
 
 
 def test_tied_decoder_stays_tied_through_training():
-    m = shrunk_model("modernbert")
+    m = shrunk_model('modernbert')
     m.resize_vocabulary(FULL_V, RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
-    assert "decoder.weight" not in dict(m.named_parameters())
-    assert m.vocab_parameter_names() == ["model.embeddings.tok_embeddings.weight", "decoder.bias"]
-    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), "cpu")
+    assert 'decoder.weight' not in dict(m.named_parameters())
+    assert m.vocab_parameter_names() == ['model.embeddings.tok_embeddings.weight', 'decoder.bias']
+    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), 'cpu')
     ids, mask = full_batch()
     m.train()
     for _ in range(2):
@@ -129,17 +129,17 @@ def test_tied_decoder_stays_tied_through_training():
     assert m.decoder.weight is m.model.embeddings.tok_embeddings.weight
 
 
-@pytest.mark.parametrize("arch", ["modernbert", "neobert"])
+@pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_embedding_finetune_mode_freezes_everything_else(arch):
     m = shrunk_model(arch)
     m.resize_vocabulary(FULL_V, RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
     m.set_embedding_finetune_mode(True)
     vocab = set(m.vocab_parameter_names())
-    assert vocab == ({"model.embeddings.tok_embeddings.weight", "decoder.bias"} if arch == "modernbert"
-                     else {"model.encoder.weight", "decoder.weight", "decoder.bias"})
+    assert vocab == ({'model.embeddings.tok_embeddings.weight', 'decoder.bias'} if arch == 'modernbert'
+                     else {'model.encoder.weight', 'decoder.weight', 'decoder.bias'})
     assert {n for n, p in m.named_parameters() if p.requires_grad} == vocab
     before = {n: p.detach().clone() for n, p in m.named_parameters()}
-    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), "cpu")  # weight decay would move frozen ones too
+    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), 'cpu')  # weight decay would move frozen ones too
     ids, mask = full_batch()
     m.train()
     for _ in range(3):
@@ -167,15 +167,15 @@ def test_gather_vocab_rows_for_optimizer_moments():
     assert torch.equal(weights[K:], bias_moment[RARE].expand(3))
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(new_vocab_size=FULL_V - 1), "length"),
-    (dict(full_to_shrunk=torch.full((FULL_V,), K)), r"\[0, 12\)"),
-    (dict(source_token_id=K), "source_token_id"),
-    (dict(full_to_shrunk=None, new_vocab_size=K - 1), "smaller"),
-    (dict(full_to_shrunk=shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)), "special_ids"),
+@pytest.mark.parametrize('kwargs, word', [
+    (dict(new_vocab_size=FULL_V - 1), 'length'),
+    (dict(full_to_shrunk=torch.full((FULL_V,), K)), r'\[0, 12\)'),
+    (dict(source_token_id=K), 'source_token_id'),
+    (dict(full_to_shrunk=None, new_vocab_size=K - 1), 'smaller'),
+    (dict(full_to_shrunk=shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)), 'special_ids'),
 ])
 def test_bad_resize_is_rejected_and_changes_nothing(kwargs, word):
-    m = shrunk_model("neobert")
+    m = shrunk_model('neobert')
     state = {k: v.clone() for k, v in m.state_dict().items()}
     config = copy.deepcopy(m.config)
     args = dict(new_vocab_size=FULL_V, source_token_id=RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
@@ -186,7 +186,7 @@ def test_bad_resize_is_rejected_and_changes_nothing(kwargs, word):
 
 
 def test_special_ids_can_be_given():
-    m = shrunk_model("modernbert")
+    m = shrunk_model('modernbert')
     f2s = shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)  # [PAD] lost to RARE: say where it is
-    m.resize_vocabulary(FULL_V, RARE, 0.0, full_to_shrunk=f2s, special_ids={"pad_token_id": 35})
+    m.resize_vocabulary(FULL_V, RARE, 0.0, full_to_shrunk=f2s, special_ids={'pad_token_id': 35})
     assert m.config.pad_token_id == 35 and m.config.mask_token_id == 33

@@ -18,7 +18,7 @@ from model import Encoder, EncoderConfig
 from tokenizer import data_tokenizer, gpt2_hf_tokenizer, modernbert_hf_tokenizer
 
 STUDENT = ['--hidden_size=32', '--num_hidden_layers=2', '--num_attention_heads=1', '--intermediate_size=48']
-SENTENCE = "The capital of France is [MASK]."
+SENTENCE = 'The capital of France is [MASK].'
 
 
 @pytest.fixture(scope='module')

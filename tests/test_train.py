@@ -29,7 +29,7 @@ def test_demo_config_learns_and_its_checkpoint_reloads(data_root, tmp_path):
     assert ckpt['iter_num'] == 80 and ckpt['model_args'] == {**ckpt['model_args'], 'hidden_size': 128}
     assert not any(k.startswith('_orig_mod.') for k in ckpt['model'])
     filler = MaskFiller(str(out / 'ckpt.pt'))
-    (candidates,) = filler("To be, or not to [MASK], that is the question.", top_k=3)
+    (candidates,) = filler('To be, or not to [MASK], that is the question.', top_k=3)
     assert len(candidates) == 3 and all(0 <= p <= 1 for _, p in candidates)
     assert sum(p for _, p in candidates) > 0.05  # a model that learnt puts real mass on its top guesses
 
@@ -102,7 +102,7 @@ def test_document_packing_changes_the_windows(data_root, tmp_path):
 def test_trains_on_a_sharded_dataset(tmp_path):
     # a corpus prepared in several token files trains, packed or not, and resumes exactly across them
     import prepare
-    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'sharded'}", "--shard_tokens=200000", "--num_proc=2"]) == 0
+    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'sharded'}", '--shard_tokens=200000', '--num_proc=2']) == 0
     for packed in (False, True):
         common = ['--dataset=sharded', f'--pack_documents={packed}', '--eval_interval=2', '--lr_decay_iters=4']
         full, part = tmp_path / f'full_{packed}', tmp_path / f'part_{packed}'
