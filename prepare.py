@@ -20,6 +20,8 @@ Options (--key=value):
   --num_proc      tokenizer processes (default: all cores)
   --shard_tokens  most tokens in one token file (default 2^30); a larger split is written as train_000.bin, ...
   --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
+  --sample_by     where a document of a .txt file ends: 'document' (the file is one; default), 'paragraph' (at a
+                  blank line: BERT's format) or 'line'; a document is cut every 2^20 characters either way
   --mix_weights   with several sources in --dataset (comma-separated): how many times each document of each is
                   taken, e.g. --dataset=wiki/,code/ --mix_weights=1,2 (0.5: a hash-chosen half; default 1 each)
   --train_tokenizer  K: train a tokenizer of K entries on the train documents, save it to <out_dir>/tokenizer (a
@@ -46,8 +48,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import configure, fail, first_line
-from data import documents, shard_names, shard_paths, split_documents, token_dtype
+from configurator import check_choices, configure, fail, first_line
+from data import SAMPLE_BY, documents, shard_names, shard_paths, split_documents, token_dtype
 from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokenizer
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs are rebuilt
@@ -70,22 +72,30 @@ def corpus(cfg: dict, warn: bool = False) -> Iterator[tuple[int, str, int]]:
     """(source index, document, invalid UTF-8 replaced) of the corpus prepare.py makes: every source of --dataset
     in order, each weighted by its --mix_weights."""
     for i, (source, weight) in enumerate(zip(cfg['sources'], cfg['mix_weights'])):
-        yield from ((i, doc, bad) for doc, bad in weighted(documents(source, cfg['text_field'], warn), weight))
+        yield from ((i, doc, bad) for doc, bad in weighted(documents(source, cfg['text_field'], cfg['sample_by'], warn), weight))
 
 
 @dataclass
 class CorpusScan:
     """What the first pass over a corpus learns: enough to split, fingerprint and size the work, no text."""
-    hashes: list[bytes]  # sha256 of each document's UTF-8 text, in corpus order
+    hashes: bytearray  # sha256 of each document's UTF-8 text, 32 bytes a document in corpus order: all it keeps
     chars: int
     replaced: int
     source_documents: list[int]  # documents each source contributes, copies included
 
+    @property
+    def documents(self) -> int:
+        return len(self.hashes) // 32
+
+    def digests(self) -> np.ndarray:
+        """The hashes as an array of 32-byte strings (a view, not a copy)."""
+        return np.frombuffer(self.hashes, dtype='S32')
+
 
 def scan_corpus(cfg: dict) -> CorpusScan:
-    scan = CorpusScan([], 0, 0, [0] * len(cfg['sources']))
+    scan = CorpusScan(bytearray(), 0, 0, [0] * len(cfg['sources']))
     for source, doc, bad in tqdm(corpus(cfg, warn=True), unit='doc', desc='reading', file=sys.stderr):
-        scan.hashes.append(hashlib.sha256(doc.encode()).digest())
+        scan.hashes += hashlib.sha256(doc.encode()).digest()
         scan.chars += len(doc)
         scan.replaced += bad
         scan.source_documents[source] += 1
@@ -100,7 +110,7 @@ def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
     settings."""
     folder = os.path.join(cfg['out_dir'], 'tokenizer')
     record = {'size': cfg['train_tokenizer'], 'model': cfg['tokenizer_model'],
-              'documents': hashlib.sha256(b''.join(h for h, v in zip(scan.hashes, is_val) if not v)).hexdigest()}
+              'documents': hashlib.sha256(scan.digests()[~is_val].tobytes()).hexdigest()}
     try:
         with open(os.path.join(folder, 'training.json')) as f:
             if json.load(f) == record and not cfg['force']:
@@ -139,10 +149,14 @@ def _init_worker(name: str) -> None:
         _worker_tokenizer = load_tokenizer(name)
 
 
-def _encode_documents(docs: list[str]) -> list[np.ndarray]:
+def _encode_documents(docs: list[str], held_out: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """[CLS] ids [SEP] of each document, and how often each token occurs in those that are not held out: counted
+    here, once a work item, rather than a document at a time in the main process."""
     tok = _worker_tokenizer
     dtype = token_dtype(tok.vocab_size)
-    return [np.array([tok.cls_token_id, *tok.encode_ordinary(d), tok.sep_token_id], dtype=dtype) for d in docs]
+    arrays = [np.array([tok.cls_token_id, *tok.encode_ordinary(d), tok.sep_token_id], dtype=dtype) for d in docs]
+    train = [a for a, v in itertools.zip_longest(arrays, held_out[:len(arrays)], fillvalue=False) if not v]
+    return arrays, np.bincount(np.concatenate(train or [np.zeros(0, dtype)]), minlength=tok.vocab_size)
 
 
 def _chunks(docs: Iterator[str], chars: int) -> Iterator[list[str]]:
@@ -158,13 +172,16 @@ def _chunks(docs: Iterator[str], chars: int) -> Iterator[list[str]]:
         yield current
 
 
-def tokenize(docs: Iterator[str], scan: CorpusScan, tok: Tokenizer, num_proc: int) -> Iterator[np.ndarray]:
-    """Yield [CLS] ids [SEP] for each document, in order, with a progress bar and the throughput at the end. At most
-    two work items per process are read ahead, so memory does not grow with the corpus."""
+def tokenize(docs: Iterator[str], held_out: np.ndarray, scan: CorpusScan, tok: Tokenizer,
+             num_proc: int) -> Iterator[tuple[list[np.ndarray], np.ndarray]]:
+    """Yield, a work item at a time and in order, [CLS] ids [SEP] of each document and the token counts of those
+    not held out, with a progress bar and the throughput at the end. At most two work items per process are read
+    ahead, so memory does not grow with the corpus."""
     global _worker_tokenizer
     # ~8 work items per process balance the load; the cap bounds the memory of one result
     chunks = _chunks(docs, min(max(1, scan.chars // (8 * num_proc)), 1 << 22))
-    num_proc = min(num_proc, len(scan.hashes))
+    num_proc = min(num_proc, scan.documents)
+    start = 0  # the index of the next work item's first document
     t0, n_tokens, n_docs = time.perf_counter(), 0, 0
     bar = tqdm(total=scan.chars, unit='char', unit_scale=True, desc='tokenizing', file=sys.stderr)
     _worker_tokenizer = tok
@@ -177,12 +194,13 @@ def tokenize(docs: Iterator[str], scan: CorpusScan, tok: Tokenizer, num_proc: in
     try:
         for chunk in itertools.chain(chunks, [None]):  # None: the end, where every pending item is collected
             if chunk is not None:
-                size = sum(len(d) for d in chunk)
-                in_flight.append((size, pool.apply_async(_encode_documents, (chunk,)) if pool else chunk))
+                size, args = sum(len(d) for d in chunk), (chunk, held_out[start:start + len(chunk)])
+                start += len(chunk)
+                in_flight.append((size, pool.apply_async(_encode_documents, args) if pool else args))
             while in_flight and (chunk is None or len(in_flight) >= 2 * num_proc):
                 size, pending = in_flight.popleft()
-                arrays = pending.get() if pool else _encode_documents(pending)
-                yield from arrays
+                arrays, counts = pending.get() if pool else _encode_documents(*pending)
+                yield arrays, counts
                 n_tokens += sum(len(a) for a in arrays)
                 n_docs += len(arrays)
                 bar.update(size)
@@ -292,11 +310,11 @@ def write_token_files(cfg: dict, scan: CorpusScan, is_val: np.ndarray, tok: Toke
     try:
         docs = (d for _, d, _ in corpus(cfg))
         n = 0
-        for n, ids in enumerate(tokenize(docs, scan, tok, cfg['num_proc']), 1):
-            held_out = n <= len(is_val) and is_val[n - 1]
-            writers['val' if held_out else 'train'].write(ids)
-            if not held_out:
-                counts += np.bincount(ids, minlength=tok.vocab_size)
+        for arrays, chunk_counts in tokenize(docs, is_val, scan, tok, cfg['num_proc']):
+            counts += chunk_counts
+            for ids in arrays:
+                n += 1
+                writers['val' if n <= len(is_val) and is_val[n - 1] else 'train'].write(ids)
         for writer in writers.values():
             writer.close()
         if n != len(is_val):
@@ -390,6 +408,7 @@ DEFAULTS = dict(
     val_fraction=0.05,
     num_proc=os.cpu_count() or 1,
     text_field='text',
+    sample_by='document',  # where a .txt document ends: document (the file) | paragraph (a blank line) | line
     mix_weights=[],  # with several sources in --dataset (comma-separated): how many times each document of each is
     #                  taken (2: twice, 0.5: a hash-chosen half); default 1 each
     shard_tokens=2 ** 30,  # each token file holds at most this many tokens (whole documents): 2 GiB of uint16
@@ -419,8 +438,7 @@ def parse_args(argv: list[str]) -> dict:
     if too_large:
         fail(f'--shrink_vocab={too_large[0]} is not smaller than '
              f"--train_tokenizer={cfg['train_tokenizer']}")
-    if cfg['tokenizer_model'] not in TOKENIZER_MODELS:
-        fail(f"--tokenizer_model={cfg['tokenizer_model']} must be one of {', '.join(TOKENIZER_MODELS)}")
+    check_choices(cfg, {'sample_by': SAMPLE_BY, 'tokenizer_model': TOKENIZER_MODELS})
     cfg['sources'] = cfg['dataset'].split(',')
     cfg['mix_weights'] = cfg['mix_weights'] or [1.0] * len(cfg['sources'])
     if len(cfg['mix_weights']) != len(cfg['sources']) or not all(
@@ -441,11 +459,11 @@ def main(argv: list[str] | None = None) -> int:
     # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it (and once more to
     # train a tokenizer)
     scan = scan_corpus(cfg)
-    is_val = split_documents(scan.hashes, cfg['val_fraction'])
+    is_val = split_documents(scan.digests(), cfg['val_fraction'])
     tok = tok or checked_tokenizer(trained_tokenizer(cfg, scan, is_val), cfg['shrink_vocab'])
     # the mixture needs no entry: the weights show in the document hashes (copies, the documents taken)
     settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg['val_fraction']]
-    fingerprint = hashlib.sha256(json.dumps(settings).encode() + b''.join(scan.hashes)).hexdigest()
+    fingerprint = hashlib.sha256(json.dumps(settings).encode() + scan.hashes).hexdigest()
 
     out = cfg['out_dir']
     rebuild = cfg['force'] or not _is_up_to_date(out, fingerprint, cfg['shard_tokens'])

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 import types
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import prepare
 from conftest import MODERNBERT_IDS, shakespeare_texts
-from data import documents, shard_paths, split_documents
+from data import MAX_DOCUMENT_CHARS, documents, shard_paths, split_documents
 from tokenizer import GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer, tokenizer_fingerprint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -278,7 +279,8 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     'shrunken size of a trained tokenizer': (lambda t: ['--train_tokenizer=1000', '--shrink_vocab=1024'],
                                              '--shrink_vocab=1024 is not smaller than --train_tokenizer=1000'),
     'unknown tokenizer model': (lambda t: ['--train_tokenizer=1000', '--tokenizer_model=unigram'],
-                                'must be one of bpe, wordpiece'),
+                                "is not one of bpe, wordpiece"),
+    'unknown sample_by': (lambda t: ['--sample_by=sentence'], "sample_by='sentence' is not one of document, paragraph"),
     'weights not one per source': (lambda t: ['--mix_weights=1,2'], 'one positive weight per source of --dataset (1)'),
     'negative weight': (lambda t: ['--mix_weights=-1'], 'one positive weight per source'),
     'unreadable file': (lambda t: [f'--dataset={broken_link_corpus(t)}'], 'b.txt (FileNotFoundError: [Errno 2]'),
@@ -378,7 +380,7 @@ def test_interrupted_run_leaves_old_outputs(small, monkeypatch):
     small_corpus, prepared = small
     before = snapshot(prepared)
 
-    def fail(docs):
+    def fail(*args):
         raise KeyboardInterrupt
     monkeypatch.setattr(prepare, '_encode_documents', fail)
     with pytest.raises(KeyboardInterrupt):
@@ -405,6 +407,69 @@ def test_gzip_files_give_the_same_dataset(tmp_path):
     assert load_meta(tmp_path / 'out_packed')['documents'] == 8
 
 
+def test_txt_documents_end_where_sample_by_says(tmp_path, monkeypatch):
+    text = 'Act one.\nScene one.\n\n  \nAct two, caf\u00e9.\n\nAct three\n'
+    path = make_files(tmp_path, {'a.txt': text.encode()}) / 'a.txt'
+    assert list(documents(str(path))) == [(text, 0)]  # the file, byte for byte
+    assert [d for d, _ in documents(str(path), sample_by='paragraph')] == [
+        'Act one.\nScene one.', 'Act two, caf\u00e9.', 'Act three']
+    assert [d for d, _ in documents(str(path), sample_by='line')] == [
+        'Act one.', 'Scene one.', 'Act two, caf\u00e9.', 'Act three']
+    # a line longer than one read arrives in pieces, split inside a character; a long document is cut after the
+    # line that reaches the limit; an invalid byte is counted where it is
+    monkeypatch.setattr('data._LINE_BYTES', 5)
+    monkeypatch.setattr('data.MAX_DOCUMENT_CHARS', 20)
+    path.write_bytes('caf\u00e9 caf\u00e9 caf\u00e9\nshort\nlonger line here\n'.encode() + b'bad \xff\nend')
+    assert list(documents(str(path))) == [('caf\u00e9 caf\u00e9 caf\u00e9\nshort\n', 0),
+                                          ('longer line here\nbad \ufffd\n', 1), ('end', 0)]
+
+
+def test_one_large_txt_file_streams_in_bounded_memory(tmp_path):
+    # 100 MB of plain text in one file: read a line at a time, cut into documents of about MAX_DOCUMENT_CHARS;
+    # what reading holds stays near one document, whatever the file's size
+    line = ('To be, or not to be, that is the question. ' * 3)[:99].encode() + b'\n'
+    path = tmp_path / 'big.txt'
+    with open(path, 'wb') as f:
+        for _ in range(100):
+            f.write(line * 10_000)
+    tracemalloc.start()
+    sizes = [len(d) for d, _ in documents(str(path))]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert sum(sizes) == path.stat().st_size == 100 * 10_000 * len(line)
+    per_document = -(-MAX_DOCUMENT_CHARS // len(line)) * len(line)  # cut at the first line end past the limit
+    assert sizes[:-1] == [per_document] * (len(sizes) - 1) and len(sizes) == -(-sum(sizes) // per_document)
+    assert peak < 8 * MAX_DOCUMENT_CHARS
+
+
+def test_what_the_first_reading_keeps_is_a_few_bytes_a_document(tmp_path):
+    # 200,000 short documents: the scan, the split and the fingerprint hold about 32 bytes a document (the sha256),
+    # not a Python object per document; the split equals sorting every hash
+    path = write_jsonl(tmp_path / 'many.jsonl', [f'document {i}' for i in range(200_000)])
+    cfg = prepare.parse_args([f'--dataset={path}'])
+    tracemalloc.start()
+    scan = prepare.scan_corpus(cfg)
+    is_val = split_documents(scan.digests(), 0.05)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert scan.documents == 200_000 and peak / scan.documents < 64
+    hashes = [bytes(scan.hashes[i:i + 32]) for i in range(0, len(scan.hashes), 32)]
+    last = sorted(hashes)[round(0.05 * 200_000) - 1]
+    assert is_val.tolist() == [h <= last for h in hashes]
+
+
+def test_a_corpus_of_one_txt_file(tmp_path):
+    # refused as one document; prepared when its paragraphs are the documents
+    paragraphs = [' '.join(HAMLET[i * 800:(i + 1) * 800].split()) for i in range(20)]
+    path = make_files(tmp_path, {'play.txt': '\n\n'.join(paragraphs).encode()}) / 'play.txt'
+    with pytest.raises(SystemExit, match='too few .* unless --sample_by=paragraph or line'):
+        prepare.main([f'--dataset={path}', f"--out_dir={tmp_path / 'one'}", '--num_proc=1'])
+    assert prepare.main([f'--dataset={path}', f"--out_dir={tmp_path / 'out'}", '--num_proc=1',
+                         '--sample_by=paragraph']) == 0
+    meta = load_meta(tmp_path / 'out')
+    assert (meta['documents'], meta['train_documents'], meta['val_documents']) == (20, 19, 1)
+
+
 @pytest.mark.parametrize('num_proc', [1, 2])
 def test_tokenize_reads_a_bounded_distance_ahead(gpt2, num_proc):
     # the corpus streams through: when the first document comes out, at most two work items per process have been
@@ -417,13 +482,18 @@ def test_tokenize_reads_a_bounded_distance_ahead(gpt2, num_proc):
             read.append(t)
             yield t
 
-    scan = prepare.CorpusScan([b''] * len(texts), sum(map(len, texts)), 0, [len(texts)])  # 1/8 of it per process
-    out = prepare.tokenize(stream(), scan, gpt2, num_proc)
-    first = next(out)
-    assert first[0] == gpt2.cls_token_id and len(read) <= 2 * num_proc * (len(texts) // (8 * num_proc) + 1)
-    rest = list(out)
-    assert len(read) == 1 + len(rest) == len(texts)
-    assert [a[1:-1].tolist() for a in [first, *rest]] == [gpt2.encode_ordinary(t) for t in texts]
+    scan = prepare.CorpusScan(bytearray(32 * len(texts)), sum(map(len, texts)), 0, [len(texts)])  # 1/8 a process
+    held_out = np.arange(len(texts)) % 3 == 0
+    out = prepare.tokenize(stream(), held_out, scan, gpt2, num_proc)
+    first, first_counts = next(out)
+    assert first[0][0] == gpt2.cls_token_id and len(read) <= 2 * num_proc * (len(texts) // (8 * num_proc) + 1)
+    items = [(first, first_counts), *out]
+    arrays = [a for chunk, _ in items for a in chunk]
+    assert len(read) == len(arrays) == len(texts)
+    assert [a[1:-1].tolist() for a in arrays] == [gpt2.encode_ordinary(t) for t in texts]
+    # each work item counted the tokens of its documents that are not held out
+    train = np.concatenate([a for a, v in zip(arrays, held_out) if not v])
+    assert (sum(c for _, c in items) == np.bincount(train, minlength=gpt2.vocab_size)).all()
 
 
 def test_a_corpus_that_changes_between_the_readings_is_refused(small, monkeypatch):
