@@ -87,8 +87,9 @@ decoder_bias_init = 'unigram'
 optimizer_name = 'adamw'  # 'adamw' | 'stable_adamw' (AdamW with per-tensor update clipping: ModernBERT's, optim.py)
 learning_rate = 8e-4
 max_iters = 10000
-# 'torch': each step decays by lr * weight_decay. 'decoupled': by weight_decay * lr / learning_rate, Composer's
-# convention, in which ModernBERT states its 1e-5 (torch's equivalent at its peak lr of 8e-4: 1e-5 / 8e-4 = 0.0125)
+# 'torch': each step decays by lr * weight_decay. 'decoupled': by weight_decay * lr / peak, Composer's convention, in
+# which ModernBERT states its 1e-5 (torch's equivalent at its peak lr of 8e-4: 1e-5 / 8e-4 = 0.0125); the peak is
+# learning_rate, or the last set_lr's value (ModernBERT's context extension is a new run with its own peak)
 weight_decay_convention = 'torch'
 weight_decay = 1e-5
 decay_1d_params = False  # also decay norms and biases (NeoBERT does)
@@ -290,11 +291,15 @@ def teacher_logits(x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | N
 
 
 # optimizer: rebuilt by parameter name after operations, its state carried over -------------
+def decay_rate() -> float:
+    """The optimizer's weight_decay: torch's AdamW decays by lr * wd, so the decoupled lr / peak * weight_decay
+    needs weight_decay / peak, with the peak in force now."""
+    return weight_decay / state['lr_base'] if weight_decay_convention == 'decoupled' else weight_decay
+
+
 def make_optimizer() -> torch.optim.Optimizer:
-    # torch's AdamW decays by lr * wd: wd / learning_rate gives the decoupled lr / learning_rate * weight_decay
-    wd = weight_decay / learning_rate if weight_decay_convention == 'decoupled' else weight_decay
-    return configure_optimizers(raw_model, wd, state['lr_base'], (beta1, beta2), device_type, eps=adam_eps,
-                                optimizer=optimizer_name, decay_1d=decay_1d_params, compiled=compile)
+    return configure_optimizers(raw_model, decay_rate(), state['lr_base'], (beta1, beta2), device_type,
+                                eps=adam_eps, optimizer=optimizer_name, decay_1d=decay_1d_params, compiled=compile)
 
 
 def wrap(m: torch.nn.Module) -> torch.nn.Module:
@@ -469,6 +474,8 @@ while True:
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
         group['lr'] = lr
+        if group['weight_decay']:  # the decayed group: its rate follows set_lr under the decoupled convention
+            group['weight_decay'] = decay_rate()
     window_tokens = state['batch_size'] * state['block_size']
     tokens_per_iter = state['gradient_accumulation_steps'] * window_tokens
     # made during the last step, unless an operation has changed what they depend on since

@@ -136,7 +136,7 @@ def test_training_phases_change_the_step_and_resume_exactly(data_root, tmp_path)
     path = tmp_path / 'phases.json'
     path.write_text(json.dumps(PHASES))
     args = [f'--schedule={path}', '--dropout=0.1', '--eval_interval=3', '--max_iters=7', '--keep_last_checkpoints=9',
-            '--max_position_embeddings=128']
+            '--max_position_embeddings=128', '--weight_decay_convention=decoupled', '--weight_decay=1e-5']
     train(data_root, tmp_path / 'full', *args)
     records = read_metrics(tmp_path / 'full')
     # tokens per step: 1 x 4 x 64 at iterations 0-1, then 2 x 4 x 64 at 2-3, then 2 x 2 x 128 from 4 on
@@ -149,6 +149,10 @@ def test_training_phases_change_the_step_and_resume_exactly(data_root, tmp_path)
     assert ckpt['state']['lr_base'] == 5e-4 and ckpt['state']['lr_schedule_start'] == 4
     lr = {m['iter']: m['lr'] for m in records if 'lr' in m}
     assert lr[4] < lr[3]  # warmup restarts at the lower rate
+    # decoupled weight decay is relative to the peak in force: 1e-5 at the new peak, as a new run with it would decay
+    for it, peak in ((3, 1e-3), (7, 5e-4)):
+        groups = load_checkpoint(str(tmp_path / 'full' / f'ckpt_{it:07d}.pt'))['optimizer']['param_groups']
+        assert [g['weight_decay'] for g in groups] == [pytest.approx(1e-5 / peak), 0.0]
     for resume_at in (3, 4):  # between the phases, and right after the context extension
         out = tmp_path / f'resume_{resume_at}'
         out.mkdir()
