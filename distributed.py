@@ -7,7 +7,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from configurator import fail
+from configurator import fail, first_line
 
 
 def init_distributed(backend: str) -> None:
@@ -42,6 +42,32 @@ def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
     if dist.is_initialized():
         dist.all_reduce(t, op=op)
     return t
+
+
+def check_shared_folder(folder: str, device: str) -> None:
+    """Stop every rank with one line unless all of them see the file rank 0 writes in `folder`: each rank decides
+    from what it sees there whether to resume (init_from='auto'), so on several nodes it must be one shared folder."""
+    if not dist.is_initialized():
+        return
+    rank0 = dist.get_rank() == 0
+    token = all_reduce(torch.tensor(int.from_bytes(os.urandom(6), 'big') if rank0 else 0, device=device))
+    marker = os.path.join(folder, f'.rank0-{token.item()}')  # this attempt's own name: no stale file answers
+    problem = ''
+    if rank0:
+        try:
+            os.makedirs(folder, exist_ok=True)
+            open(marker, 'w').close()
+        except OSError as e:
+            problem = f'cannot write to out_dir {folder} ({first_line(e)}); give a folder rank 0 can write'
+    # every rank waits here until rank 0 has written the marker (or said it could not) before it looks
+    if not all_reduce(torch.tensor(int(rank0 and not problem), device=device)).item():
+        fail(problem or f'rank 0 cannot write to out_dir {folder} (its error says why)')
+    unseen = int(all_reduce(torch.tensor(int(not os.path.exists(marker)), device=device)).item())
+    if rank0:
+        os.remove(marker)
+    if unseen:
+        fail(f'{unseen} of {dist.get_world_size()} ranks do not see the file rank 0 wrote in out_dir {folder}: '
+             f'on several nodes out_dir must be on a filesystem they all share; give such an --out_dir')
 
 
 def shutdown() -> None:

@@ -24,7 +24,7 @@ from configurator import check_at_least, check_choices, fail, first_line
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
 from distill import check_same_teacher, load_teacher, mixed_loss
-from distributed import all_reduce, setup, shutdown
+from distributed import all_reduce, check_shared_folder, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for, unigram_logits)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
@@ -216,6 +216,7 @@ def make_batch(split: str, rate: float, *key: int):
 # model ---------------------------------------------------------------------------
 if os.path.exists(out_dir) and not os.path.isdir(out_dir):
     fail(f"--out_dir={out_dir} is a file, not a folder; give a folder for the run's checkpoint and log")
+check_shared_folder(out_dir, device)  # under torchrun: every rank must see the same out_dir
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
 checkpoint = None
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0

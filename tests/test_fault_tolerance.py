@@ -27,6 +27,9 @@ def fsync(fd):
         raise OSError(28, 'No space left on device')
     _fsync(fd)
 os.fsync = fsync
+if os.environ.get('NANOBERT_TEST_LOCAL_OUT_DIR') and os.environ.get('RANK') not in (None, '0'):
+    _exists = os.path.exists  # a node of its own: rank 0's files in out_dir are not here
+    os.path.exists = lambda p: not os.path.basename(p).startswith('.rank0-') and _exists(p)
 '''
 
 
@@ -94,6 +97,23 @@ def test_a_full_disk_at_a_save_stops_every_rank_with_one_line_and_keeps_the_last
     assert f"train.py: rank 0 could not save {out / 'ckpt.pt'} at iter 6" in result.stderr
     assert load_checkpoint(str(out / 'ckpt.pt'))['iter_num'] == 4
     assert sorted(os.listdir(out)) == ['ckpt.pt', 'metrics.jsonl']  # no half-written file left
+
+
+def test_an_out_dir_that_not_every_rank_sees_stops_every_rank(data_root, tmp_path):
+    # rank 1 on a node of its own (its out_dir is not the folder rank 0 writes in): it would decide alone whether
+    # to resume, so every rank stops with one line before anything is written
+    (tmp_path / 'site').mkdir()
+    (tmp_path / 'site' / 'sitecustomize.py').write_text(SITECUSTOMIZE)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / 'site'), NANOBERT_TEST_LOCAL_OUT_DIR='1')
+    out = tmp_path / 'run'
+    result = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
+                             'train.py', *TINY, f'--data_root={data_root}', '--max_iters=2', '--init_from=auto',
+                             '--gradient_accumulation_steps=2', f'--out_dir={out}'], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    message = (f'train.py: 1 of 2 ranks do not see the file rank 0 wrote in out_dir {out}: on several nodes out_dir '
+               f'must be on a filesystem they all share; give such an --out_dir')
+    assert result.stderr.count(message) == 2 and os.listdir(out) == []
 
 
 def test_several_nodes_with_restarts_need_a_store_per_attempt(data_root, tmp_path):
