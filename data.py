@@ -256,7 +256,7 @@ def _corpus_files(dataset: str, config: str = '', split: str = 'train') -> list[
     if dataset == 'shakespeare':
         files = _shakespeare_files()
     elif os.path.isdir(dataset):
-        found = sorted(p for p in Path(dataset).rglob('*') if p.is_file())
+        found = sorted(p for p in Path(dataset).rglob('*') if not p.is_dir())  # a broken link is reported
         tables = [p for p in found if p.name.endswith(TABLE_SUFFIXES)]
         if tables:  # a Hugging Face dataset's folder: its .txt or .jsonl files, if any, are not the data
             return _dataset_folder_files(Path(dataset), tables, config, split)

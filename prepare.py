@@ -155,14 +155,16 @@ def _init_worker(name: str) -> None:
         _worker_tokenizer = load_tokenizer(name)
 
 
-def _encode_documents(docs: list[str], held_out: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """[CLS] ids [SEP] of each document, and how often each token occurs in those that are not held out: counted
+def _encode_documents(docs: list[str], held_out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[CLS] ids [SEP] of the documents, one after the other, with each one's length, and how often each token
+    occurs in those not held out: one array each (not an object a document) to send back, and the counting done
     here, once a work item, rather than a document at a time in the main process."""
     tok = _worker_tokenizer
     dtype = token_dtype(tok.vocab_size)
     arrays = [np.array([tok.cls_token_id, *tok.encode_ordinary(d), tok.sep_token_id], dtype=dtype) for d in docs]
     train = [a for a, v in itertools.zip_longest(arrays, held_out[:len(arrays)], fillvalue=False) if not v]
-    return arrays, np.bincount(np.concatenate(train or [np.zeros(0, dtype)]), minlength=tok.vocab_size)
+    counts = np.bincount(np.concatenate(train or [np.zeros(0, dtype)]), minlength=tok.vocab_size)
+    return np.concatenate(arrays), np.array([len(a) for a in arrays]), counts
 
 
 def _chunks(docs: Iterator[str], chars: int) -> Iterator[list[str]]:
@@ -184,8 +186,8 @@ def tokenize(docs: Iterator[str], held_out: np.ndarray, scan: CorpusScan, tok: T
     not held out, with a progress bar and the throughput at the end. At most two work items per process are read
     ahead, so memory does not grow with the corpus."""
     global _worker_tokenizer
-    # ~8 work items per process balance the load; the cap bounds the memory of one result
-    chunks = _chunks(docs, min(max(1, scan.chars // (8 * num_proc)), 1 << 22))
+    # ~8 work items per process balance the load; the cap bounds the memory of the items in flight
+    chunks = _chunks(docs, min(max(1, scan.chars // (8 * num_proc)), 1 << 20))
     num_proc = min(num_proc, scan.documents)
     start = 0  # the index of the next work item's first document
     t0, n_tokens, n_docs = time.perf_counter(), 0, 0
@@ -205,7 +207,8 @@ def tokenize(docs: Iterator[str], held_out: np.ndarray, scan: CorpusScan, tok: T
                 in_flight.append((size, pool.apply_async(_encode_documents, args) if pool else args))
             while in_flight and (chunk is None or len(in_flight) >= 2 * num_proc):
                 size, pending = in_flight.popleft()
-                arrays, counts = pending.get() if pool else _encode_documents(*pending)
+                ids, lengths, counts = pending.get() if pool else _encode_documents(*pending)
+                arrays = np.split(ids, np.cumsum(lengths)[:-1])  # views
                 yield arrays, counts
                 n_tokens += sum(len(a) for a in arrays)
                 n_docs += len(arrays)
