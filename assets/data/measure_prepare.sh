@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # prepare.py's peak RSS and documents/s as the corpus grows: docs/data.md's table (bash assets/data/measure_prepare.sh)
-cd /work/main
+cd "$(dirname "$0")/../.."
 PY=.venv/bin/python
 T=/tmp/corpora
 mkdir -p $T
