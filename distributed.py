@@ -44,6 +44,13 @@ def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
     return t
 
 
+def fail_together(problem: str, elsewhere: str, device: str) -> None:
+    """Stop every rank with one line when any has a problem (its own message there, `elsewhere` on the others). The
+    ranks wait for each other here, in place of a barrier that the others would wait at for ever."""
+    if all_reduce(torch.tensor(float(bool(problem)), device=device), dist.ReduceOp.MAX).item():
+        fail(problem or elsewhere)
+
+
 def check_shared_folder(folder: str, device: str) -> None:
     """Stop every rank with one line unless all of them see the file rank 0 writes in `folder`: each rank decides
     from what it sees there whether to resume (init_from='auto'), so on several nodes it must be one shared folder."""
@@ -60,8 +67,7 @@ def check_shared_folder(folder: str, device: str) -> None:
         except OSError as e:
             problem = f'cannot write to out_dir {folder} ({first_line(e)}); give a folder rank 0 can write'
     # every rank waits here until rank 0 has written the marker (or said it could not) before it looks
-    if not all_reduce(torch.tensor(int(rank0 and not problem), device=device)).item():
-        fail(problem or f'rank 0 cannot write to out_dir {folder} (its error says why)')
+    fail_together(problem, f'rank 0 cannot write to out_dir {folder} (its error says why)', device)
     unseen = int(all_reduce(torch.tensor(int(not os.path.exists(marker)), device=device)).item())
     if rank0:
         os.remove(marker)

@@ -162,7 +162,7 @@ def _encode_documents(docs: list[str], held_out: np.ndarray) -> tuple[np.ndarray
     tok = _worker_tokenizer
     dtype = token_dtype(tok.vocab_size)
     arrays = [np.array([tok.cls_token_id, *tok.encode_ordinary(d), tok.sep_token_id], dtype=dtype) for d in docs]
-    train = [a for a, v in itertools.zip_longest(arrays, held_out[:len(arrays)], fillvalue=False) if not v]
+    train = [a for a, v in itertools.zip_longest(arrays, held_out, fillvalue=False) if not v]
     counts = np.bincount(np.concatenate(train or [np.zeros(0, dtype)]), minlength=tok.vocab_size)
     return np.concatenate(arrays), np.array([len(a) for a in arrays]), counts
 

@@ -24,7 +24,7 @@ from configurator import check_at_least, check_choices, fail, first_line
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
 from distill import check_same_teacher, load_teacher, mixed_loss
-from distributed import all_reduce, check_shared_folder, setup, shutdown
+from distributed import all_reduce, check_shared_folder, fail_together, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for, unigram_logits)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX, Encoder
@@ -396,9 +396,7 @@ def save(it: int) -> None:
             log(line=f'iter {it}: saved {ckpt_path}')
             if keep_last_checkpoints > 0:
                 keep_last(ckpt_path, it, keep_last_checkpoints)
-    # every rank learns whether rank 0 saved (in place of a barrier, where the others would wait for it forever)
-    if all_reduce(torch.tensor(float(bool(problem)), device=device), dist.ReduceOp.MAX).item():
-        fail(problem or f'rank 0 could not save {ckpt_path} at iter {it} (its error says why)')
+    fail_together(problem, f'rank 0 could not save {ckpt_path} at iter {it} (its error says why)', device)
 
 
 stop_requested = threading.Event()
