@@ -7,6 +7,10 @@ is one forward pass of its encoder plus its decoder on the predicted rows only. 
 student predicts in the shrunken token space: the teacher reads the input mapped back to full ids (RARE becomes
 [UNK], as the remapping file defines) and its distribution is folded into the shrunken space, RARE receiving the
 summed probability of every token it stands for.
+
+Optionally the student's final hidden states are also pulled towards the teacher's, read in the student's basis
+through GUIDE's PCA map M (init_guide.py saves it in the student checkpoint): the student keeps living in the
+teacher's principal subspace, where GUIDE put it (DistilBERT's cosine loss on the hidden states, across widths).
 """
 import hashlib
 
@@ -55,13 +59,18 @@ def soft_targets(teacher_logits: torch.Tensor, temperature: float, full_to_shrun
 def distillation_loss(student_logits: torch.Tensor, targets: torch.Tensor, labels: torch.Tensor,
                       temperature: float) -> torch.Tensor:
     """T^2 * KL(targets || softmax(student_logits / T)), the mean over the predicted rows (Hinton et al.'s T^2 keeps
-    the gradient's scale independent of T). Rows past the number of labels (the padding of a fixed-size head,
-    Encoder.forward's max_predictions) do not count; no prediction gives 0."""
-    n = (labels != IGNORE_INDEX).sum()
-    real = torch.arange(student_logits.shape[0], device=student_logits.device) < n
+    the gradient's scale independent of T)."""
     log_q = F.log_softmax(student_logits.float() / temperature, dim=-1)
     kl = F.kl_div(log_q, targets, reduction='none').sum(-1)  # p log p - p log q, 0 where p is 0
-    return temperature ** 2 * torch.where(real, kl, 0.0).sum() / n.clamp(min=1)
+    return temperature ** 2 * mean_over_predictions(kl, labels)
+
+
+def mean_over_predictions(values: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The mean of per-row values over the real predicted rows: those past the number of labels (the padding of a
+    fixed-size head, Encoder.forward's max_predictions) do not count; no prediction gives 0."""
+    n = (labels != IGNORE_INDEX).sum()
+    real = torch.arange(values.shape[0], device=values.device) < n
+    return torch.where(real, values, 0.0).sum() / n.clamp(min=1)
 
 
 def mixed_loss(mlm_loss: torch.Tensor, student_logits: torch.Tensor, teacher_logits: torch.Tensor,
@@ -73,6 +82,40 @@ def mixed_loss(mlm_loss: torch.Tensor, student_logits: torch.Tensor, teacher_log
     targets = soft_targets(teacher_logits, temperature, full_to_shrunk, student_logits.shape[-1])
     kl = distillation_loss(student_logits, targets, labels, temperature)
     return (1 - weight) * mlm_loss + weight * kl, kl
+
+
+HIDDEN_LOSSES = ('cosine', 'mse')
+
+
+def hidden_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor, projection: torch.Tensor,
+                labels: torch.Tensor, kind: str = 'cosine') -> torch.Tensor:
+    """The distance between the student's final hidden states at the predicted rows [rows, H_s] and the teacher's
+    [rows, H_t] mapped into the student's basis (teacher_hidden @ projection, projection [H_t, H_s]), in float32, the
+    mean over the predicted rows as for the soft targets: 'cosine' 1 - cosine similarity (DistilBERT's; blind to the
+    scale), 'mse' the squared difference averaged over the dimensions."""
+    s, t = student_hidden.float(), teacher_hidden.float() @ projection
+    if kind == 'cosine':
+        distance = 1 - F.cosine_similarity(s, t, dim=-1)
+    else:
+        distance = (s - t).pow(2).mean(-1)
+    return mean_over_predictions(distance, labels)
+
+
+def hidden_projection(saved: torch.Tensor | None, teacher_width: int, student_width: int, source: str) -> torch.Tensor:
+    """The map [H_t, H_s] from the teacher's hidden space to the student's: the one saved with the student (GUIDE's
+    PCA map, carried in every train.py checkpoint after it), else the identity when the widths are equal. SystemExit
+    with one line when there is none or it does not fit these two models."""
+    if saved is None:
+        if teacher_width != student_width:
+            fail(f"distill_hidden_weight needs a map from the teacher's {teacher_width} hidden dimensions to the "
+                 f"student's {student_width}, and {source} has none; start from init_guide.py's student "
+                 '(--init_from=student.pt saves its PCA map) or set distill_hidden_weight=0')
+        return torch.eye(student_width)
+    if tuple(saved.shape) != (teacher_width, student_width):
+        fail(f'the hidden-state map in {source} is {tuple(saved.shape)}, not (teacher {teacher_width}, student '
+             f'{student_width}): it was made for another teacher; pass the teacher init_guide.py used, or set '
+             'distill_hidden_weight=0')
+    return saved.float()
 
 
 def _described(record: dict | None) -> str:

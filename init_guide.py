@@ -149,8 +149,9 @@ def guide(teacher: Encoder, config: EncoderConfig, guide_layers=None, select: st
         heads = keep_units(head_norms, config.num_attention_heads, select)
         map_layer(s.layers[i], t.layers[j], M, heads, keep_units(neuron_norms, config.intermediate_size, select))
         kept_heads[i] = heads.tolist()
+    # the map is kept: train.py's distill_hidden_weight reads the teacher's hidden states through it
     return student, dict(explained_variance=explained, layer_map=mapping, kept_heads=kept_heads,
-                         guide_layers=guide_layers, select=select)
+                         guide_layers=guide_layers, select=select, projection=M.contiguous())
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -320,6 +320,18 @@ def gather_vocab_rows(old: torch.Tensor, new_vocab_size: int, source_token_id: i
 # ----------------------------------------------------------------------------------------------------------------
 # The model
 
+def predicted_rows(labels: torch.Tensor, max_predictions: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The flat positions of the labels (IGNORE_INDEX: nothing predicted) and their targets. With max_predictions,
+    exactly that many, padded with position 0 whose target is IGNORE_INDEX: shapes that do not depend on the batch."""
+    labels = labels.reshape(-1)
+    keep = labels != IGNORE_INDEX
+    if max_predictions is None:
+        return keep.nonzero().squeeze(1), labels[keep]
+    rows = torch.nonzero_static(keep, size=max_predictions, fill_value=0).squeeze(1)
+    filled = torch.arange(max_predictions, device=rows.device) < keep.sum()
+    return rows, torch.where(filled, labels[rows], IGNORE_INDEX)
+
+
 class Encoder(nn.Module):
 
     def __init__(self, config: EncoderConfig):
@@ -404,30 +416,25 @@ class Encoder(nn.Module):
         masks = build_masks(attention_mask, T, c.local_attention // 2, kinds, input_ids.device, document_ids)
         return self.model(input_ids, ropes, masks)
 
-    def forward(self, input_ids, attention_mask=None, labels=None, document_ids=None, max_predictions=None):
+    def forward(self, input_ids, attention_mask=None, labels=None, document_ids=None, max_predictions=None,
+                return_hidden=False):
         """Logits [B, T, V] without labels; with labels (IGNORE_INDEX where nothing is predicted) the logits of the
         predicted rows and their mean cross-entropy. document_ids [B, T]: tokens attend only within their document.
         max_predictions: a fixed number of predicted rows (at least the number of labels), so that the shapes do
         not depend on the batch: the forward then compiles to one graph with no host sync; the logits have
-        max_predictions rows, those past the real ones predicting nothing."""
-        B, T = input_ids.shape
+        max_predictions rows, those past the real ones predicting nothing. return_hidden: also the final hidden
+        states the logits are made from ([B, T, hidden_size], or [rows, hidden_size] with labels), a distillation
+        target."""
         h = self.encode(input_ids, attention_mask, document_ids)
-        if labels is None:
-            return self.decoder(self.head(h)), None
-        # sparse prediction: only rows with a label go through the head and the decoder
-        labels = labels.reshape(-1)
-        keep = labels != IGNORE_INDEX
-        if max_predictions is None:
-            rows, targets = keep.nonzero().squeeze(1), labels[keep]
-        else:
-            # the positions of the labels, padded with position 0, whose target is then IGNORE_INDEX
-            rows = torch.nonzero_static(keep, size=max_predictions, fill_value=0).squeeze(1)
-            filled = torch.arange(max_predictions, device=rows.device) < keep.sum()
-            targets = torch.where(filled, labels[rows], IGNORE_INDEX)
-        logits = self.decoder(self.head(h.reshape(B * T, -1)[rows]))
-        # mean over predicted rows; a batch with none gives 0, not NaN
-        loss = F.cross_entropy(logits.float(), targets, reduction='sum') / keep.sum().clamp(min=1)
-        return logits, loss
+        if labels is not None:  # sparse prediction: only rows with a label go through the head and the decoder
+            rows, targets = predicted_rows(labels, max_predictions)
+            h = h.flatten(0, 1)[rows]
+        logits = self.decoder(self.head(h))
+        loss = None
+        if labels is not None:  # mean over predicted rows; a batch with none gives 0, not NaN
+            n = (targets != IGNORE_INDEX).sum()
+            loss = F.cross_entropy(logits.float(), targets, reduction='sum') / n.clamp(min=1)
+        return (logits, loss, h) if return_hidden else (logits, loss)
 
     # ---- parameters and optimizer
 

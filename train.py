@@ -23,7 +23,7 @@ from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_m
 from configurator import check_at_least, check_choices, fail, first_line
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
-from distill import check_same_teacher, load_teacher, mixed_loss
+from distill import HIDDEN_LOSSES, check_same_teacher, hidden_loss, hidden_projection, load_teacher, mixed_loss
 from distributed import all_reduce, check_shared_folder, fail_together, setup, shutdown
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, masked_batch, micro_batch_loss, prediction_capacity,
                  prediction_counts, seed_for, unigram_logits)
@@ -121,6 +121,8 @@ schedule = []  # operations; see docs/curriculum.md
 teacher = None  # a .pt, a Hugging Face folder or 'hf:<id>' with the data's tokenizer; None: no teacher
 distill_weight = 0.5  # w: the loss is (1 - w) * MLM cross-entropy + w * T^2 * KL(teacher || student)
 distill_temperature = 1.0  # T
+distill_hidden_weight = 0.0  # plus this times a loss between the final hidden states (GUIDE's PCA map; docs/guide.md)
+distill_hidden_loss = 'cosine'  # 'cosine' (1 - cosine similarity) | 'mse'
 # -----------------------------------------------------------------------------
 config_keys = [k for k, v in globals().items() if not k.startswith('_') and k not in _not_a_knob
                and isinstance(v, (int, float, bool, str, list, dict, type(None)))]
@@ -133,7 +135,8 @@ config = {k: globals()[k] for k in config_keys}
 check_choices(config, dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqrt'),
                            dtype=('float32', 'bfloat16', 'float16'), attn_implementation=ATTN_IMPLEMENTATIONS,
                            wandb_mode=('online', 'offline', 'disabled'), optimizer_name=('adamw', 'stable_adamw'),
-                           weight_decay_convention=('torch', 'decoupled'), decoder_bias_init=('unigram', 'zeros')))
+                           weight_decay_convention=('torch', 'decoupled'), decoder_bias_init=('unigram', 'zeros'),
+                           distill_hidden_loss=HIDDEN_LOSSES))
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
     fail('mask_rate and eval_mask_rate must be in (0, 1)')
 if mask_token_prob < 0 or random_token_prob < 0 or mask_token_prob + random_token_prob > 1:
@@ -147,6 +150,8 @@ if _problem:
     fail(f'schedule: {_problem}')
 if teacher is not None and not (0.0 <= distill_weight <= 1.0 and distill_temperature > 0):
     fail('distill_weight must be in [0, 1] and distill_temperature > 0')
+if distill_hidden_weight < 0 or (distill_hidden_weight and teacher is None):
+    fail('distill_hidden_weight must be >= 0 and needs a --teacher')
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 auto_resume = init_from == 'auto' or init_from.startswith('auto:')
@@ -274,21 +279,34 @@ scaler = torch.amp.GradScaler(device_type, enabled=(dtype == 'float16'))
 teacher_model, teacher_record = load_teacher(teacher, meta, longest_block, device) if teacher else (None, None)
 if init_from == 'resume':
     check_same_teacher(checkpoint.get('teacher'), teacher_record, path)
+# GUIDE's record (its PCA map) goes on with the student from checkpoint to checkpoint
+guide_record = checkpoint.get('guide') if checkpoint else None
+projection = None  # the teacher's hidden space -> the student's, with distill_hidden_weight
 if teacher_model is not None:
     if teacher_model.get_num_params() < raw_model.get_num_params():
         log(line=f'the teacher ({teacher_model.get_num_params() / 1e6:.2f}M parameters) is smaller than the student')
+    if distill_hidden_weight:
+        projection = hidden_projection((guide_record or {}).get('projection'), teacher_model.config.hidden_size,
+                                       raw_model.config.hidden_size, path if checkpoint else init_from).to(device)
     if compile:
         teacher_model = torch.compile(teacher_model)
 shrunk_to_full = remap['shrunk_to_full'].to(device) if remap is not None else None
 
 
-def teacher_logits(x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None,
-                   capacity: int | None) -> torch.Tensor:
-    """The teacher's logits (full vocabulary) at the rows the student predicts."""
+def with_teacher(mlm_loss: torch.Tensor, logits: torch.Tensor, hidden: list[torch.Tensor], x: torch.Tensor,
+                 y: torch.Tensor, documents: torch.Tensor | None, capacity: int | None):
+    """A micro-batch's loss with the teacher, from the student's MLM loss, logits at the predicted rows and (with a
+    hidden-state target) final hidden states; and its parts: MLM, soft targets, hidden states (0 when unused)."""
     if state['remapping']:  # the teacher reads full ids: RARE becomes [UNK]
         x = shrunk_to_full[x]
     with torch.no_grad():  # the labels only choose the rows; the teacher's own loss is not used
-        return teacher_model(x, labels=y, document_ids=documents, max_predictions=capacity)[0]
+        t_logits, _, t_hidden = teacher_model(x, labels=y, document_ids=documents, max_predictions=capacity,
+                                              return_hidden=True)
+    loss, kl = mixed_loss(mlm_loss, logits, t_logits, y, distill_weight, distill_temperature, curriculum.space()[0])
+    h_loss = torch.zeros_like(kl)
+    if hidden:
+        h_loss = hidden_loss(hidden[0], t_hidden, projection, y, distill_hidden_loss)
+    return loss + distill_hidden_weight * h_loss, (mlm_loss, kl, h_loss)
 
 
 # optimizer: rebuilt by parameter name after operations, its state carried over -------------
@@ -379,8 +397,8 @@ def checkpoint_state(it: int) -> dict:
     return dict(model=raw_model.state_dict(), model_args=dataclasses.asdict(raw_model.config),
                 optimizer=optimizer.state_dict(), parked_optimizer_state=curriculum.parked, scaler=scaler.state_dict(),
                 iter_num=it, best_val_loss=best_val_loss, config=config, state=state, progress=progress,
-                dataset_meta=meta, tokenizer=data_tokenizer(meta), teacher=teacher_record, wandb_run_id=wandb_run_id,
-                metrics_bytes=log.size())
+                dataset_meta=meta, tokenizer=data_tokenizer(meta), teacher=teacher_record, guide=guide_record,
+                wandb_run_id=wandb_run_id, metrics_bytes=log.size())
 
 
 def save(it: int) -> None:
@@ -487,18 +505,16 @@ while True:
         overflow |= counts.max() > capacity
     # each micro-batch contributes (its mean loss) * (its share of the predicted tokens of the whole step)
     loss_sum = torch.zeros((), device=device)
-    loss_parts = torch.zeros(2, device=device)  # with a teacher: the step loss's MLM and distillation parts
+    loss_parts = torch.zeros(3, device=device)  # with a teacher: the step loss's MLM, soft-target, hidden parts
     for m, ((x, y, documents), n) in enumerate(zip(batches, counts)):
         if ddp:  # all-reduce the gradients once, after the last micro-batch, not after each
             model.require_backward_grad_sync = m == len(batches) - 1
         with autocast:
-            logits, loss = model(x, labels=y, document_ids=documents, max_predictions=capacity)
+            logits, loss, *hidden = model(x, labels=y, document_ids=documents, max_predictions=capacity,
+                                          return_hidden=projection is not None)
             if teacher_model is not None:
-                mlm_loss = loss
-                loss, kl = mixed_loss(mlm_loss, logits, teacher_logits(x, y, documents, capacity), y, distill_weight,
-                                      distill_temperature, curriculum.space()[0])
-                loss_parts += torch.stack([micro_batch_loss(mlm_loss, n, n_pred),
-                                           micro_batch_loss(kl, n, n_pred)]).detach()
+                loss, parts = with_teacher(loss, logits, hidden, x, y, documents, capacity)
+                loss_parts += torch.stack([micro_batch_loss(p, n, n_pred) for p in parts]).detach()
         contribution = micro_batch_loss(loss, n, n_pred)
         # DDP averages gradients over the ranks; each contribution is already a share of the global step's loss,
         # so scale it back up to get their sum
@@ -538,7 +554,8 @@ while True:
                                                             dt, peak_flops, seq_len=state['block_size']))
         parts = {}
         if teacher_model is not None:
-            parts = dict(zip(('mlm_loss', 'distill_loss'), loss_parts.tolist()))
+            names = ('mlm_loss', 'distill_loss') + (('hidden_loss',) if projection is not None else ())
+            parts = dict(zip(names, loss_parts.tolist()))
         log(dict(iter=iter_num, loss=loss_value, **parts, lr=lr, tokens=progress['tokens'],
                  tokens_per_s=tokens_per_iter / dt, mfu=clock.mfu, grad_norm=grad_norm.item()),
             f'iter {iter_num}: loss {loss_value:.4f}, lr {lr:.2e}, {tokens_per_iter / dt:,.0f} tok/s, mfu {mfu_text}, '

@@ -20,7 +20,8 @@ RESUME_CASES = {
     'dropout_accumulation': ['--dropout=0.1', '--gradient_accumulation_steps=2'],
     'stable_adamw': ['--optimizer_name=stable_adamw', '--weight_decay_convention=decoupled', '--decay_1d_params=True'],
     'packed_documents': ['--pack_documents=True', '--dropout=0.1'],
-    'distillation': ['--teacher={ckpt}', '--distill_weight=0.7', '--distill_temperature=2.0'],
+    'distillation': ['--teacher={ckpt}', '--distill_weight=0.7', '--distill_temperature=2.0',
+                     '--distill_hidden_weight=0.5'],
 }
 
 
