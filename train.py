@@ -294,7 +294,7 @@ shrunk_to_full = remap['shrunk_to_full'].to(device) if remap is not None else No
 
 
 def with_teacher(mlm_loss: torch.Tensor, logits: torch.Tensor, hidden: list[torch.Tensor], x: torch.Tensor,
-                 y: torch.Tensor, documents: torch.Tensor | None, capacity: int | None):
+                 y: torch.Tensor, documents: torch.Tensor | None, capacity: int | None) -> tuple[torch.Tensor, tuple]:
     """A micro-batch's loss with the teacher, from the student's MLM loss, logits at the predicted rows and (with a
     hidden-state target) final hidden states; and its parts: MLM, soft targets, hidden states (0 when unused)."""
     if state['remapping']:  # the teacher reads full ids: RARE becomes [UNK]
