@@ -9,6 +9,7 @@ transformers' ModernBertForMaskedLM loaded with the same weights.
     python bench.py --optimizer              # one optimizer step alone: StableAdamW against fused AdamW
     python bench.py --teacher=base           # also ours with a ModernBERT-base teacher (train.py --teacher)
     python bench.py --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw   # a short GPU run
+    python bench.py --compile_modes=reduce-overhead  # also ours compiled with CUDA graphs
 
 Every variant of a shape trains on the same batches: windows of the prepared corpus, masked the way train.py masks
 them. The variants take turns, one step each per round (the order rotates), so a busy machine slows them alike;
@@ -26,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
@@ -48,6 +50,7 @@ SHAPES = {
     'small': dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=768),
     'base': dict(hidden_size=768, num_hidden_layers=22, num_attention_heads=12, intermediate_size=1152),
 }
+COMPILE_MODES = ('reduce-overhead', 'max-autotune-no-cudagraphs', 'max-autotune')
 # reference section 6: a 2-core CPU of this kind in fp32, an H100/H200 in dense bf16
 PEAK_FLOPS = {'cpu': 135e9, 'cuda': 989e12}
 # kinds of op in the profile breakdown, first match wins: substrings of the op's (or the kernel's) lowercased name.
@@ -77,6 +80,9 @@ DEFAULTS = dict(
     block_sizes=[],  # default 512,1024; --quick 512; --attention 192,256,384,512,1024
     batch_size=None,  # default 8 on the CPU (--quick 4), 32 on CUDA
     compile=None,  # also time torch.compile'd variants of ours (default: on, off with --quick)
+    # also time ours (the last of attns, full vocabulary) compiled in each of these torch.compile modes:
+    # 'reduce-overhead' (CUDA graphs), 'max-autotune-no-cudagraphs', 'max-autotune'. One that fails is reported
+    compile_modes=[],
     eager=True,  # time the eager variants too (False, with compile: only the compiled ones, a shorter GPU run)
     attns=[],  # our attention implementations to time (default: sdpa, and flex on CUDA)
     # ours steps with this optimizer (optim.configure_optimizers; compiled with the model as train.py does): 'adamw'
@@ -130,6 +136,9 @@ def parse_args(argv: list[str]) -> SimpleNamespace:
     args.warmup = (3 if args.compile else 2) if args.warmup is None else args.warmup
     if not (args.eager or args.compile):
         fail('--eager=False leaves nothing to time without --compile=True')
+    if not set(args.compile_modes) <= set(COMPILE_MODES):
+        fail(f"--compile_modes={','.join(map(str, args.compile_modes))}: each must be one of "
+             f"{', '.join(COMPILE_MODES)}")
     if args.batch_size < 1 or args.reps < 1 or args.warmup < 1:
         fail('--batch_size, --reps and --warmup must be at least 1')
     if args.shrunk_vocab < 0:
@@ -220,7 +229,8 @@ class Variant:
     peak_bytes: int = 0
     op_seconds: dict = field(default_factory=dict)  # the profiled step's self time by kind of op
     top_other: list = field(default_factory=list)  # its largest other ops
-    error: str = ''  # why it stopped taking steps (out of memory), if it did
+    mode: str | None = None  # its torch.compile mode (None: eager)
+    error: str = ''  # why it stopped taking steps (out of memory, or a compile mode that failed), if it did
     teacher: torch.nn.Module | None = None  # ours distilling: the frozen teacher (compiled with the student)
 
     def loss(self, x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None) -> torch.Tensor:
@@ -285,27 +295,31 @@ def build_variants(shape: str, corpus: Corpus, args: SimpleNamespace, block_size
                                                                                 fused=True))
     # ours: SDPA (the Band) on any device, FlexAttention on CUDA; documents packed (attention within each, as
     # train.py's pack_documents) and the shrunken vocabulary with the fastest
-    attns = args.attns
-    compiles = ((False,) if args.eager else ()) + ((True,) if args.compile else ())
-    options = [(attn, compiled, 'full') for attn in attns for compiled in compiles]
+    # (attention, torch.compile mode or None for eager, token space)
+    attns, fastest = args.attns, 'default' if args.compile else None
+    modes = ((None,) if args.eager else ()) + (('default',) if args.compile else ())
+    options = [(attn, mode, 'full') for attn in attns for mode in modes]
+    options += [(attns[-1], mode, 'full') for mode in args.compile_modes]
     ours['documents'] = ours['full']
-    options += [(attns[-1], args.compile, 'documents')]
+    options += [(attns[-1], fastest, 'documents')]
     if 'shrunk' in ours:
-        options += [(attns[-1], args.compile, 'shrunk')]
+        options += [(attns[-1], fastest, 'shrunk')]
     if args.teacher:
-        options += [(attns[-1], args.compile, 'teacher')]
+        options += [(attns[-1], fastest, 'teacher')]
     capacity = prediction_capacity(args.batch_size * block_size, MASK_RATE)
-    for attn, compiled, space in options:
+    for attn, mode, space in options:
         data_space = 'full' if space == 'teacher' else space  # a teacher reads the student's batches
         raw = copy.deepcopy(ours[data_space])
         raw.config.attn_implementation = attn
-        name = attn + (', compile' if compiled else '')
+        compiled = mode is not None
+        name = attn + ('' if mode is None else ', compile' if mode == 'default' else f', compile {mode}')
         name += {'full': '', 'documents': ', documents packed', 'shrunk': f', vocab {raw.config.vocab_size}',
                  'teacher': f', {args.teacher} teacher'}[space]
         optimizer = configure_optimizers(raw, decay, lr, betas, args.device, eps=eps, optimizer=args.optimizer_name,
                                          compiled=compiled)
-        variants.append(Variant('ours', name, True, compiled, data_space, raw, torch.compile(raw) if compiled else raw,
-                                optimizer, attn=attn, max_predictions=capacity if compiled else None))
+        variants.append(Variant('ours', name, True, compiled, data_space, raw,
+                                torch.compile(raw, mode=mode) if compiled else raw, optimizer, attn=attn,
+                                max_predictions=capacity if compiled else None, mode=mode))
         if space == 'teacher':
             teacher = Encoder(replace(config, **SHAPES[args.teacher])).to(args.device).eval().requires_grad_(False)
             variants[-1].teacher = torch.compile(teacher) if compiled else teacher
@@ -426,6 +440,11 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, b
                 take_step(v, batches[v.space], r, args, autocast)
             except torch.OutOfMemoryError:  # at long blocks some implementations do not fit: say so, go on
                 drop(v, 'out of memory')
+            except Exception as e:  # a compile mode on trial that fails costs the run none of the other rows
+                if v.mode in (None, 'default'):
+                    raise
+                traceback.print_exc()
+                drop(v, f'failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}'[:200])
         if r >= args.warmup:
             for space, s in seconds.items():
                 data_seconds.setdefault(space, []).append(s)

@@ -110,6 +110,27 @@ def test_only_the_variants_asked_for(data_root, tmp_path):
     assert [r['optimizer'] for r in rows] == ['StableAdamW', 'StableAdamW']  # the recipe's, as train.py builds it
 
 
+def test_compile_modes_as_variants_and_one_that_fails_is_reported(data_root, tmp_path, capsys, monkeypatch):
+    step = bench.train_step
+
+    def autotune_fails(v, batch, autocast):
+        if v.mode == 'max-autotune':
+            raise RuntimeError('no valid triton configs')
+        step(v, batch, autocast)
+
+    monkeypatch.setattr(bench, 'train_step', autotune_fails)
+    rows = run_bench(data_root, tmp_path, '--hf=none', '--shrunk_vocab=0', '--warmup=2',
+                     '--compile_modes=reduce-overhead,max-autotune')
+    assert 'ours sdpa, compile max-autotune: failed: RuntimeError: no valid triton configs' in capsys.readouterr().err
+    by = {r['variant']: r for r in rows}
+    assert set(by) == {'sdpa', 'sdpa, compile reduce-overhead', 'sdpa, compile max-autotune',
+                       'sdpa, documents packed'}
+    assert by['sdpa, compile max-autotune']['error'].startswith('failed: RuntimeError')
+    graphed = by['sdpa, compile reduce-overhead']  # on the CPU the mode compiles, without CUDA graphs
+    assert graphed['compile'] and graphed['graphs'] >= 1 and graphed['tokens_per_s'] > 0
+    assert not by['sdpa']['compile'] and by['sdpa']['tokens_per_s'] > 0
+
+
 def test_optimizer_step_alone(tmp_path, capsys):
     out = tmp_path / 'rows.json'
     bench.main(['--optimizer', '--shapes=tiny', '--reps=2', '--warmup=1', f'--out={out}'])
@@ -143,6 +164,7 @@ def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
     (['--attns=flex'], '--attns=flex: each must be sdpa (FlexAttention trains only on CUDA)'),
     (['--optimizer_name=sgd'], '--optimizer_name=sgd must be adamw or stable_adamw'),
     (['--eager=False'], '--eager=False leaves nothing to time without --compile=True'),
+    (['--compile_modes=fast'], '--compile_modes=fast: each must be one of reduce-overhead, max-autotune-no-cudagraphs'),
     (['--shrunk_vocab=777'], 'vocab_777.pt not found'),
     (['--block_sizes=100000'], "exceeds ModernBERT's max_position_embeddings=8192"),
 ])

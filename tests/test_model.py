@@ -157,21 +157,31 @@ def test_hf_folders_as_transformers_saves_them(tmp_path, vocab_size):
     assert diff <= TOL
 
 
-def test_sparse_equals_dense():
-    torch.manual_seed(0)
-    m = Encoder(EncoderConfig(vocab_size=120, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
-                              num_attention_heads=4, local_attention=8, **SPECIAL)).eval()
-    perturb(m)
+@pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
+def test_sparse_equals_dense(arch):
+    # with labels, only the predicted rows go through the head, and through the last layer past its attention: the
+    # logits, the loss and every gradient are still the dense forward's at those rows (the last layer is a local
+    # one in the ModernBERT model here, a global one in the NeoBERT model)
+    m = small_encoder(arch).train()
     ids, mask = padded_batch(120, [33, 20], seq_len=33)
     labels = random_labels(ids, mask)
-    with torch.no_grad():
-        dense, none = m(ids, mask)
-        sparse, loss = m(ids, mask, labels)
-    assert none is None and dense.shape == (2, 33, 120)
     keep = labels != IGNORE_INDEX
-    assert sparse.shape == (int(keep.sum()), 120)
+    params = list(m.parameters())
+    dense, none = m(ids, mask)
+    assert none is None and dense.shape == (2, 33, 120)
+    dense_loss = F.cross_entropy(dense[keep], labels[keep])
+    dense_grads = torch.autograd.grad(dense_loss, params)
+    last = m.model.layers[-1]
+    rows_seen = []  # the rows the last layer's MLP computes
+    (last.mlp if arch == 'modernbert' else last.ffn).register_forward_hook(
+        lambda module, args, out: rows_seen.append(args[0].shape[:-1]))
+    sparse, loss = m(ids, mask, labels)
+    assert sparse.shape == (int(keep.sum()), 120) and rows_seen == [(int(keep.sum()),)]
     assert torch.allclose(sparse, dense[keep], atol=TOL)
-    assert abs(F.cross_entropy(dense[keep], labels[keep]).item() - loss.item()) <= TOL
+    assert abs(dense_loss.item() - loss.item()) <= TOL
+    assert all(torch.allclose(a, b, atol=TOL) for a, b in zip(dense_grads, torch.autograd.grad(loss, params)))
+    h = m(ids, mask, labels, return_hidden=True)[2]
+    assert torch.allclose(h, m.encode(ids, mask)[keep], atol=TOL)
 
 
 def small_encoder(arch: str, seed: int = 0) -> Encoder:

@@ -2,9 +2,9 @@
 # The GPU measurements (docs/gpu/README.md), as named steps that fit a GPU machine held for at most 30 minutes:
 # about 26 minutes for all of them on one H100 with a cold compile cache, so a session runs them in three calls of
 # under 10 minutes: `preflight test_cuda train_gap`, `bench_small bench_base`, `bench_base8192 phases`
-# (`curriculum` when a session has time left). Each step has a time limit and its own timestamped log; one still
-# running at its limit prints where every thread was; a failing step does not stop the next; each bench writes its
-# rows as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
+# (`levers`, then `curriculum`, when a session has time left). Each step has a time limit and its own timestamped
+# log; one still running at its limit prints where every thread was; a failing step does not stop the next; each
+# bench writes its rows as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
 # (python prepare.py --shrink_vocab=2048,4096,8192).
 #   bash docs/gpu/measure.sh results/                          # every step, in order
 #   bash docs/gpu/measure.sh results/ preflight train_gap      # some of them; `tail results/progress` to follow
@@ -14,7 +14,7 @@ shift
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 PY=${PYTHON:-python3}
-ALL=(preflight test_cuda train_gap bench_small bench_base bench_base8192 phases curriculum)
+ALL=(preflight test_cuda train_gap bench_small bench_base bench_base8192 phases levers curriculum)
 STEPS=("${@:-${ALL[@]}}")
 
 stamp() {  # each line of the log with the time it came
@@ -83,6 +83,12 @@ bench_base() {  # ModernBERT-base at T 1,024
 bench_base8192() {  # ModernBERT-base at T 8,192: a variant that does not fit is reported as out of memory
     run bench_base8192 400 $PY bench.py --shapes=base --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 \
         --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw --out="$R/bench_base8192.json"
+}
+
+levers() {  # ModernBERT-small at T 1,024 compiled with CUDA graphs and with autotuned kernels, against HF best
+    run levers 480 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
+        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
+        --compile_modes=reduce-overhead,max-autotune-no-cudagraphs --out="$R/levers.json"
 }
 
 phases() {  # the recipe's phases moved early: one compile per new shape, and steps at 8,192 tokens
