@@ -6,6 +6,8 @@ import json
 import os
 import time
 
+from configurator import fail, first_line
+
 
 class RunLog:
     """metrics.jsonl, wandb and stdout of one run; every call on a rank other than 0 does nothing."""
@@ -38,6 +40,15 @@ class RunLog:
         own log from another run's; with wandb_settings, wandb.init them. Returns wandb's run id."""
         if not self.master:
             return None
+        run_id = None
+        if wandb_settings is not None:  # first: a wandb that cannot start stops the run with the log as it was
+            import wandb
+            try:
+                run_id = wandb.init(resume='allow', **wandb_settings).id
+            except wandb.errors.Error as e:  # no API key, no network, a bad project name
+                fail(f'wandb_log=True, but wandb cannot start ({first_line(e)}); run `wandb login` or set '
+                     f'WANDB_API_KEY, or pass --wandb_mode=offline (`wandb sync` uploads it later) or --wandb_log=False')
+            self.wandb = wandb
         os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
         if keep_bytes is not None and self.size() > keep_bytes:
             os.truncate(self.path, keep_bytes)
@@ -45,11 +56,7 @@ class RunLog:
         if run_settings is not None and not self.size():
             with open(self.path, 'a') as f:  # the file only: wandb has the settings as its run config
                 f.write(json.dumps(dict(iter=0, run_settings=run_settings)) + '\n')
-        if wandb_settings is None:
-            return None
-        import wandb
-        self.wandb = wandb
-        return wandb.init(resume='allow', **wandb_settings).id
+        return run_id
 
     def _drop_torn_line(self) -> None:
         """A run killed mid-write leaves a last line without its newline; appending to it would corrupt the next

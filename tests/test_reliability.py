@@ -217,6 +217,19 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, traine
     assert not (tmp_path / 'new').exists() or not os.listdir(tmp_path / 'new')
 
 
+def test_a_wandb_that_cannot_start_stops_the_run_in_one_line_before_its_log(data_root, tmp_path, monkeypatch):
+    # no API key anywhere (a home of its own, none in the environment), in wandb's default online mode; a process
+    # of its own, so that wandb's state stays out of this one
+    for name in ('WANDB_API_KEY', 'WANDB_MODE', 'NETRC'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    monkeypatch.setenv('WANDB_DIR', str(tmp_path))
+    result = train(data_root, tmp_path / 'run', '--max_iters=1', '--wandb_log=True', check=False)
+    assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr
+    assert 'wandb cannot start' in result.stderr.splitlines()[-1] and '--wandb_log=False' in result.stderr
+    assert not (tmp_path / 'run' / 'metrics.jsonl').exists()
+
+
 def test_files_of_another_dataset_preparation_are_refused(data_root, trained, tmp_path):
     other = tmp_path / 'data' / 'shakespeare'
     shutil.copytree(data_root / 'shakespeare', other)
