@@ -47,7 +47,8 @@ class RunLog:
                 run_id = wandb.init(resume='allow', **wandb_settings).id
             except wandb.errors.Error as e:  # no API key, no network, a bad project name
                 fail(f'wandb_log=True, but wandb cannot start ({first_line(e)}); run `wandb login` or set '
-                     f'WANDB_API_KEY, or pass --wandb_mode=offline (`wandb sync` uploads it later) or --wandb_log=False')
+                     f'WANDB_API_KEY, or pass --wandb_mode=offline (`wandb sync` uploads it later) or '
+                     f'--wandb_log=False')
             self.wandb = wandb
         os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
         if keep_bytes is not None and self.size() > keep_bytes:
