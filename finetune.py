@@ -487,7 +487,7 @@ def main(argv: list[str]) -> dict:
     print(f"{task.name}: {task.metrics[0]} {result['value']:.4f} (median of {len(cfg['seeds'])} seed(s)"
           + (f", best of learning rates {', '.join(result['grid'])}" if len(grid) > 1 else '') + ')'
           + (f', majority baseline {baseline:.4f}' if baseline is not None else '')
-          + (f"; zero-shot on held-out text: masked-token accuracy {zero['masked_accuracy']:.4f}, "
+          + (f"; zero-shot on the held-out Shakespeare works: masked-token accuracy {zero['masked_accuracy']:.4f}, "
              f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}" if zero else ''))
     if cfg['out']:
         Path(cfg['out']).parent.mkdir(parents=True, exist_ok=True)
