@@ -37,7 +37,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from attention import attention, band_mask, flex_masks, mask_rule, rope_cos_sin
-from configurator import configure, fail
+from configurator import configure, fail, first_line
 from data import load_dataset, load_remap, shard_paths
 from distill import mixed_loss
 from hf import save_pretrained
@@ -444,7 +444,7 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, b
                 if v.mode in (None, 'default'):
                     raise
                 traceback.print_exc()
-                drop(v, f'failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""}'[:200])
+                drop(v, f'failed: {first_line(e)}'[:200])
         if r >= args.warmup:
             for space, s in seconds.items():
                 data_seconds.setdefault(space, []).append(s)

