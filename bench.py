@@ -37,7 +37,8 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 
 from attention import attention, band_mask, flex_masks, mask_rule, rope_cos_sin
-from configurator import configure, fail, first_line
+from configurator import configure
+from errors import fail, first_line
 from data import load_dataset, load_remap, shard_paths
 from distill import mixed_loss
 from hf import save_pretrained
@@ -190,7 +191,7 @@ def timed(fn, device: str) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
-def make_batch(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int) -> tuple[dict, dict]:
+def timed_batches(corpus: Corpus, args: SimpleNamespace, block_size: int, seed: int) -> tuple[dict, dict]:
     """One round's batch of each kind, {"full": (x, y, None), "documents": (x, y, document ids), "shrunk": ...}, and
     the seconds each took: windows (whole documents, packed), host-to-device copy, masking and (shrunk) remapping,
     as train.py makes them (mlm.masked_batch)."""
@@ -432,7 +433,7 @@ def run_rounds(variants: list[Variant], corpus: Corpus, args: SimpleNamespace, b
     autocast = torch.autocast('cuda', dtype=torch.bfloat16) if args.device == 'cuda' else nullcontext()
     data_seconds = {}
     for r in range(args.warmup + args.reps):
-        batches, seconds = make_batch(corpus, args, block_size, seed_for(args.seed, block_size, r))
+        batches, seconds = timed_batches(corpus, args, block_size, seed_for(args.seed, block_size, r))
         live = [v for v in variants if not v.error]
         k = r % len(live)
         for v in live[k:] + live[:k]:  # rotate, so no variant always follows the same one

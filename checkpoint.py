@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from configurator import fail, first_line
+from errors import fail, first_line
 from data import load_remap
 from hf import hf_folder, load_pretrained
 from model import SPECIAL_IDS, Encoder, EncoderConfig

@@ -19,16 +19,7 @@ import sys
 import types
 from typing import Any, NoReturn
 
-
-def fail(message: str) -> NoReturn:
-    """Stop with one line on stderr and exit status 1, naming the script that stopped; every script's bad input
-    ends here, before anything is written."""
-    raise SystemExit(f'{os.path.basename(sys.argv[0])}: {message}')
-
-
-def first_line(e: Exception) -> str:
-    """An exception as one line, for the one-line error messages."""
-    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"
+from errors import fail
 
 
 def _fail(message: str) -> NoReturn:

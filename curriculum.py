@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from configurator import fail
+from errors import fail
 from data import load_remap
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows

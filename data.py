@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import yaml
 
-from configurator import fail, first_line
+from errors import fail, first_line
 from tokenizer import SPECIAL_NAMES, package_dir
 
 

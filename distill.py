@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from checkpoint import fit_model_to_data, load_model
-from configurator import fail
+from errors import fail
 from model import IGNORE_INDEX, Encoder
 from tokenizer import data_tokenizer, require_same_tokenizer
 

@@ -7,7 +7,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from configurator import fail, first_line
+from errors import fail, first_line
 
 
 def init_distributed(backend: str) -> None:

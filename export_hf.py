@@ -22,7 +22,8 @@ import shutil
 import sys
 
 from checkpoint import load_model
-from configurator import configure, fail
+from configurator import configure
+from errors import fail
 from hf import save_pretrained
 from tokenizer import recorded_hf_tokenizer
 

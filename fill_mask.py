@@ -11,7 +11,8 @@ import sys
 import torch
 
 from checkpoint import load_model
-from configurator import configure, fail
+from configurator import configure
+from errors import fail
 from tokenizer import load_recorded_tokenizer
 
 DEFAULTS = dict(

@@ -31,7 +31,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from checkpoint import load_model
-from configurator import check_at_least, check_choices, configure, fail, first_line
+from configurator import check_at_least, check_choices, configure
+from errors import fail, first_line
 from data import shakespeare_split
 from model import Encoder
 from optim import weight_decay_groups

@@ -10,7 +10,7 @@ import shutil
 
 import torch
 
-from configurator import fail
+from errors import fail
 from model import SPECIAL_IDS, Encoder, EncoderConfig
 from tokenizer import TOKENIZER_FILES
 

@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 
 from checkpoint import load_model, save_checkpoint
-from configurator import configure, fail
+from configurator import configure
+from errors import fail
 from data import load_meta
 from model import Encoder, EncoderConfig, ModernBertLayer
 from tokenizer import data_tokenizer, require_same_tokenizer
@@ -157,7 +158,7 @@ def guide(teacher: Encoder, config: EncoderConfig, guide_layers=None, select: st
 # ---------------------------------------------------------------------------------------------------------------
 # Command line: load the teacher, check the student, write a checkpoint train.py starts from
 
-def load_teacher(source: str) -> tuple[Encoder, dict | None, dict | None]:
+def load_guide_teacher(source: str) -> tuple[Encoder, dict | None, dict | None]:
     """The teacher (as it was trained: a shrunken vocabulary stays shrunken), the dataset meta a train.py checkpoint
     was trained on (else None) and its tokenizer record (None when nothing records it: a Hugging Face folder without
     tokenizer files)."""
@@ -202,7 +203,7 @@ def main(argv: list[str]) -> dict:
     if cfg['dataset'] is not None:
         data_dir = os.path.join(cfg['data_root'], cfg['dataset'])
         meta = load_meta(data_dir, f"run: python prepare.py --out_dir={data_dir} --tokenizer=<the teacher's>")
-    teacher, teacher_meta, tokenizer = load_teacher(cfg['teacher'])
+    teacher, teacher_meta, tokenizer = load_guide_teacher(cfg['teacher'])
     if meta is not None:
         require_same_tokenizer(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",
                                f'the data in {data_dir}')

@@ -18,7 +18,8 @@ matplotlib.use('Agg')  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from configurator import configure, fail, first_line  # noqa: E402
+from configurator import configure  # noqa: E402
+from errors import fail, first_line  # noqa: E402
 
 DEFAULTS = dict(
     out=None,  # None: <out_dir>/metrics.png

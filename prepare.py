@@ -53,7 +53,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from configurator import check_choices, configure, fail, first_line
+from configurator import check_choices, configure
+from errors import fail, first_line
 from data import SAMPLE_BY, documents, shard_names, shard_paths, split_documents, token_dtype
 from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokenizer
 

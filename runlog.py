@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from configurator import fail, first_line
+from errors import fail, first_line
 
 
 class RunLog:

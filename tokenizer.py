@@ -14,7 +14,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import Callable, Iterator
 
-from configurator import fail, first_line
+from errors import fail, first_line
 
 # a Hugging Face folder has a tokenizer when it holds one of these
 TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'vocab.txt', 'vocab.json', 'tokenizer.model')

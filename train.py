@@ -20,7 +20,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from checkpoint import (checkpoint_encoder, fit_model_to_data, keep_last, load_model, load_start_checkpoint,
                         other_run_settings, save_checkpoint, scratch_config)
-from configurator import check_at_least, check_choices, fail, first_line
+from configurator import check_at_least, check_choices
+from errors import fail, first_line
 from curriculum import Curriculum, ScheduleError, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
 from distill import HIDDEN_LOSSES, check_same_teacher, hidden_loss, hidden_projection, load_teacher, mixed_loss
