@@ -1,7 +1,7 @@
 """
 Models on disk: atomic checkpoint files; load_model, the one way every script loads a model (a checkpoint, a Hugging
-Face folder or a hub id); and the model a train.py run starts from: its config from scratch, the checks of a
-checkpoint it starts from or resumes.
+Face folder or a hub id); and the start of a train.py run: what it starts from (scratch, a checkpoint, a Hugging
+Face model, or its own checkpoint to resume), the checks of that start, its model, and saving the run.
 
 A checkpoint is written to a temporary file in the same folder, flushed, fsynced and then renamed over
 the target, so a crash at any point leaves the old file or the new one, never a partial one.
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from distributed import fail_together
 from errors import fail, first_line
 from data import load_remap
 from hf import hf_folder, load_pretrained
@@ -225,3 +226,82 @@ def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: 
                                            **{name: space[name] for name in SPECIAL_IDS})
     except ValueError as e:
         fail(f'invalid model config: {e}')
+
+
+def run_start(init_from: str, out_dir: str, overwrite: bool, eval_only: bool, log_settings: dict | None,
+              log_size: int, config: dict) -> tuple[str, bool]:
+    """What a train.py run starts from: 'scratch', 'resume' (out_dir's checkpoint), a .pt path or 'hf:<...>'; and
+    whether a checkpoint it starts from must be this run's (init_from 'auto').
+    init_from 'auto' resumes out_dir's checkpoint when this run saved one, else starts from scratch ('auto:<start>':
+    from that start), as torchrun restarts and requeued jobs need. A new run must not replace another run's
+    checkpoint or log (log_settings and log_size: the settings and bytes of out_dir's metrics.jsonl). SystemExit
+    with one line otherwise."""
+    auto = init_from == 'auto' or init_from.startswith('auto:')
+    start = (init_from.removeprefix('auto').removeprefix(':') or 'scratch') if auto else init_from
+    if not (start in ('scratch', 'resume') or start.startswith('hf:') or start.endswith('.pt')):
+        fail(f"init_from='{init_from}' must be 'scratch', 'resume', a path to a .pt checkpoint, 'hf:<folder or hub "
+             f"id>', 'auto' or 'auto:<one of those>'")
+    ckpt_path = os.path.join(out_dir, 'ckpt.pt')
+    if auto and os.path.exists(ckpt_path):  # out_dir is this run's: its checkpoint is where a killed attempt stopped
+        return 'resume', auto
+    if start == 'resume' or overwrite or eval_only:
+        return start, auto
+    if not auto:
+        for name in ('ckpt.pt', 'metrics.jsonl'):
+            if os.path.exists(os.path.join(out_dir, name)):
+                fail(f'{os.path.join(out_dir, name)} exists; use --init_from=resume to continue that run, another '
+                     f'--out_dir, or --overwrite=True to start over')
+    elif log_size:  # auto with no checkpoint starts over a log only when it is this run's (killed before a save)
+        changed = other_run_settings(log_settings, config) if log_settings is not None else ''
+        if log_settings is None or changed:
+            fail(f"{os.path.join(out_dir, 'metrics.jsonl')} is another run's log (it "
+                 f"{'has ' + changed if changed else 'records no settings'}); use another --out_dir, or "
+                 f'--overwrite=True to start over')
+    return start, auto
+
+
+# the run's counters: what it has trained on and skipped, and its last evaluation (checkpointed)
+NEW_PROGRESS = dict(tokens=0,  # trained on so far: the x axis for comparing runs whose steps differ in size
+                    skipped_steps=0, skipped_in_a_row=0,  # non-finite steps: in all, and since the last good one
+                    last_eval_iter=-1, last_val_loss=float('inf'))
+
+
+def start_model(start: str, ckpt_path: str, meta: dict, config: dict, scratch_vocab: tuple[dict, int],
+                decoder_bias: torch.Tensor | None, same_run: bool) -> tuple[Encoder, dict | None]:
+    """The model a train.py run starts from (run_start's start) and the checkpoint it comes from (None from scratch
+    or a Hugging Face model). scratch_vocab: the special ids and size of the token space a new model starts in;
+    decoder_bias: its initial decoder bias (None: zeros); same_run: the checkpoint must be this run's ('auto')."""
+    if start == 'scratch':
+        model = Encoder(scratch_config(config, *scratch_vocab))
+        if decoder_bias is not None and model.decoder.bias is not None:
+            with torch.no_grad():
+                model.decoder.bias.copy_(decoder_bias)
+        return model, None
+    if start.startswith('hf:'):
+        loaded = load_model(start)
+        require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f'the model {start[3:]}',
+                               f"the data in {os.path.join(config['data_root'], config['dataset'])}")
+        return loaded.model, None
+    resume = start == 'resume'
+    ckpt = load_start_checkpoint(ckpt_path if resume else start, resume, meta, config['arch'],
+                                 config if same_run else None)
+    if resume and 'progress' not in ckpt:  # written before the counters had an entry of their own
+        ckpt['progress'] = {k: ckpt['state'].pop(k) for k in list(ckpt['state']) if k in NEW_PROGRESS}
+    return checkpoint_encoder(ckpt), ckpt
+
+
+def save_run(checkpoint: dict | None, path: str, it: int, keep: int, log, device: str) -> None:
+    """Save a train.py run's checkpoint (rank 0's; None on the others) to path atomically, keeping the last `keep`
+    as ckpt_<it>.pt too; every rank stops with one line when it cannot be saved."""
+    problem = ''
+    if checkpoint is not None:
+        try:
+            save_checkpoint(checkpoint, path)
+        except OSError as e:  # a full disk, a folder gone read-only: the previous checkpoint is still whole
+            problem = (f'cannot save {path} at iter {it} ({first_line(e)}); free space or fix '
+                       f'{os.path.dirname(path)}, then resume: the last checkpoint saved is intact')
+        else:
+            log(line=f'iter {it}: saved {path}')
+            if keep > 0:
+                keep_last(path, it, keep)
+    fail_together(problem, f'rank 0 could not save {path} at iter {it} (its error says why)', device)

@@ -2,7 +2,8 @@
 The schedule of operations that change a run as it goes: the grow-as-you-go vocabulary curriculum (train in a
 shrunken vocabulary, rare tokens remapped on the fly to one RARE token, then grow) and training phases (the learning
 rate, the masking rate, the batch and block size, RoPE theta: ModernBERT's batch-size warmup and context extension).
-train.py makes one Curriculum and calls `run` once per iteration; everything the schedule changes lives here.
+train.py makes one Curriculum and calls `run` once per iteration; everything the schedule changes lives here, and
+what an operation changed comes back to train.py as a Fired.
 
 An operation is one function `op_<name>(cur, model, value, it) -> dict` and one line in OPERATIONS. It returns
 {'rebuild': True} when it changes which parameters exist or train (the optimizer is rebuilt, its state carried over by
@@ -18,7 +19,7 @@ from errors import fail
 from data import load_remap
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
-from optim import load_state_by_name, state_by_name
+from optim import OptimizerSettings, carried_state, rebuild_optimizer
 
 # the remapping file ---------------------------------------------------------------------------------------------------
 
@@ -190,30 +191,29 @@ def validate_schedule(ops: list, remapping: bool) -> str | None:
     return None
 
 
-class ScheduleError(Exception):
-    """An operation failed while running; the run must stop (the last checkpoint is from before it)."""
-
-
 @dataclass
 class Fired:
-    """What one call of Curriculum.run did."""
+    """What the operations of one Curriculum.run changed."""
     records: list = field(default_factory=list)  # one per operation, as logged
-    optimizer: torch.optim.Optimizer | None = None  # the rebuilt optimizer, when the trainable parameters changed
+    optimizer: torch.optim.Optimizer | None = None  # rebuilt, when the trainable parameters changed
+    parked: dict | None = None  # with it, the new optimizer state of frozen parameters (optim.py)
+    shape_changed: bool = False  # the step's batch, block or mask rate: a compiled model needs a new graph
     space_changed: bool = False  # the data or the model is in another token space: old losses do not compare
 
 
 class Curriculum:
-    """The token spaces, the schedule and the state it changes, and the optimizer state of frozen parameters."""
+    """The token spaces, the schedule and the state it changes; the settings it rebuilds the optimizer with."""
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
-                 learning_rate: float, mask_rate: float, device, seed: int, shape: dict | None = None):
+                 optimizer: OptimizerSettings, learning_rate: float, mask_rate: float, device, seed: int,
+                 shape: dict | None = None):
         self.schedule = schedule
+        self.optimizer = optimizer
         self.seed = seed  # of the resize noise
         self.full_space = TokenSpace(meta, device)
         self.shrunk_space = TokenSpace(remap, device) if remap is not None else None
         self.full_to_shrunk = remap['full_to_shrunk'].to(device) if remap is not None else None
         self.rare_token_id = rare_token_id
-        self.parked = {}  # AdamW state of parameters frozen by an operation, kept until they train again
         self.state = dict(  # checkpointed with the run
             remapping=remap is not None,
             finetune_mode=False,
@@ -230,13 +230,6 @@ class Curriculum:
         if self.state['remapping']:
             return self.full_to_shrunk, self.shrunk_space
         return None, self.full_space
-
-    def build_optimizer(self, make: Callable[[], torch.optim.Optimizer], carried: dict) -> torch.optim.Optimizer:
-        """make() over the trainable parameters; entries of `carried` go to the parameters of the same name and
-        the rest are parked."""
-        opt = make()
-        self.parked = load_state_by_name(opt, carried)
-        return opt
 
     def due(self, it: int, val_loss: float | None) -> list:
         """(index, trigger) of the operations that fire now, in order; each waits for the one before. val_loss: the
@@ -258,23 +251,27 @@ class Curriculum:
             last_op_iter = it
         return fired
 
-    def run(self, it: int, model: Encoder, opt: torch.optim.Optimizer,
-            make: Callable[[], torch.optim.Optimizer], val_loss: float | None) -> Fired | None:
-        """Run the operations due at iteration it on model (val_loss as in due); None when none is."""
+    def run(self, it: int, model: Encoder, optimizer: torch.optim.Optimizer, parked: dict,
+            val_loss: float | None) -> Fired | None:
+        """Run the operations due at iteration it on model (val_loss as in due); None when none is. A rebuilt
+        optimizer takes each parameter's state by name from optimizer and parked (optim.rebuild_optimizer).
+        SystemExit with one line when an operation fails: it is never retried."""
         due = self.due(it, val_loss)
         if not due:
             return None
         torch.manual_seed(seed_for(self.seed, RESIZE_NOISE, it))  # the same resize noise on every rank and on resume
-        carried = self.parked | state_by_name(model, opt)
+        carried = carried_state(model, optimizer, parked)
         rebuild = False
+        shape_before = self.step_shape()
         space_before = (self.state['remapping'], model.config.vocab_size)
         fired = Fired()
         for i, trigger in due:
             op = self.schedule[i]
             try:
                 result = OPERATIONS[op['name']][0](self, model, op.get('value'), it)
-            except Exception as e:  # never retried: the run stops
-                raise ScheduleError(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}")
+            except Exception as e:
+                fail(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}; the run's "
+                     f'last checkpoint holds the state from before it')
             if 'regather' in result:
                 for name in model.vocab_parameter_names():
                     if name in carried:
@@ -285,6 +282,13 @@ class Curriculum:
             self.state['last_op_iter'] = it
             fired.records.append(record)
         if rebuild:
-            fired.optimizer = self.build_optimizer(make, carried)
+            fired.optimizer, fired.parked = rebuild_optimizer(model, self.optimizer, self.state['lr_base'], carried)
+        fired.shape_changed = self.step_shape()[:3] != shape_before[:3]  # what a compiled graph's shapes depend on
         fired.space_changed = (self.state['remapping'], model.config.vocab_size) != space_before
         return fired
+
+    def step_shape(self) -> tuple:
+        """What a step's micro-batches depend on besides the iteration: batch and block size, mask rate,
+        micro-batches per step and token space."""
+        return tuple(self.state[k] for k in ('batch_size', 'block_size', 'mask_rate', 'gradient_accumulation_steps',
+                                              'remapping'))

@@ -13,6 +13,7 @@ through GUIDE's PCA map M (init_guide.py saves it in the student checkpoint): th
 teacher's principal subspace, where GUIDE put it (DistilBERT's cosine loss on the hidden states, across widths).
 """
 import hashlib
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -116,6 +117,44 @@ def hidden_projection(saved: torch.Tensor | None, teacher_width: int, student_wi
              f'{student_width}): it was made for another teacher; pass the teacher init_guide.py used, or set '
              'distill_hidden_weight=0')
     return saved.float()
+
+
+class Teacher:
+    """The frozen teacher of a train.py run (one copy on every rank), its record for the checkpoint, and the loss
+    it makes of a student's micro-batch. config: the run's settings (teacher, distill_*)."""
+
+    def __init__(self, config: dict, meta: dict, remap: dict | None, block_size: int, device: str,
+                 student: Encoder, guide: dict | None, student_source: str, compiled: bool, log: Callable):
+        self.model, self.record = load_teacher(config['teacher'], meta, block_size, device)
+        self.weight, self.temperature = config['distill_weight'], config['distill_temperature']
+        self.hidden_weight, self.hidden_kind = config['distill_hidden_weight'], config['distill_hidden_loss']
+        if self.model.get_num_params() < student.get_num_params():
+            log(line=f'the teacher ({self.model.get_num_params() / 1e6:.2f}M parameters) is smaller than the student')
+        self.projection = None  # the teacher's hidden space -> the student's, with distill_hidden_weight
+        if self.hidden_weight:
+            self.projection = hidden_projection((guide or {}).get('projection'), self.model.config.hidden_size,
+                                                student.config.hidden_size, student_source).to(device)
+        self.shrunk_to_full = remap['shrunk_to_full'].to(device) if remap is not None else None
+        self.part_names = ('mlm_loss', 'distill_loss') + (('hidden_loss',) if self.projection is not None else ())
+        if compiled:
+            self.model = torch.compile(self.model)
+
+    def loss(self, mlm_loss: torch.Tensor, logits: torch.Tensor, hidden: list[torch.Tensor], x: torch.Tensor,
+             y: torch.Tensor, documents: torch.Tensor | None, capacity: int | None,
+             full_to_shrunk: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A micro-batch's loss, from the student's MLM loss, logits at the predicted rows and (with a hidden-state
+        target) final hidden states; and its parts [MLM, soft targets, hidden states (0 when unused)].
+        full_to_shrunk: the remapping while the student is in its shrunken vocabulary."""
+        if full_to_shrunk is not None:  # the teacher reads full ids: RARE becomes [UNK]
+            x = self.shrunk_to_full[x]
+        with torch.no_grad():  # the labels only choose the rows; the teacher's own loss is not used
+            t_logits, _, t_hidden = self.model(x, labels=y, document_ids=documents, max_predictions=capacity,
+                                               return_hidden=True)
+        loss, kl = mixed_loss(mlm_loss, logits, t_logits, y, self.weight, self.temperature, full_to_shrunk)
+        h_loss = torch.zeros_like(kl)
+        if hidden:
+            h_loss = hidden_loss(hidden[0], t_hidden, self.projection, y, self.hidden_kind)
+        return loss + self.hidden_weight * h_loss, torch.stack([p.float() for p in (mlm_loss, kl, h_loss)])
 
 
 def _described(record: dict | None) -> str:

@@ -1,8 +1,11 @@
 """
-The process group of a train.py run under torchrun (NCCL on CUDA, gloo on the CPU), and the one collective the
-training loop needs. A run without torchrun is a group of one: every helper here then does nothing.
+The process group of a train.py run under torchrun (NCCL on CUDA, gloo on the CPU), the one collective the
+training loop needs, and stopping cleanly on a signal. A run without torchrun is a group of one: every helper here
+then does nothing.
 """
 import os
+import signal
+import threading
 
 import torch
 import torch.distributed as dist
@@ -74,6 +77,26 @@ def check_shared_folder(folder: str, device: str) -> None:
     if unseen:
         fail(f'{unseen} of {dist.get_world_size()} ranks do not see the file rank 0 wrote in out_dir {folder}: '
              f'on several nodes out_dir must be on a filesystem they all share; give such an --out_dir')
+
+
+class StopSignal:
+    """SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) asks the run to stop: it finishes the step, saves and
+    exits. Every rank must stop at the same iteration, so under DDP they agree at log points, where the host waits
+    for the GPU anyway."""
+
+    def __init__(self):
+        self.requested = threading.Event()
+        signal.signal(signal.SIGTERM, lambda signum, frame: self.requested.set())
+        signal.signal(signal.SIGINT, lambda signum, frame: self.requested.set())
+
+    def agreed(self, it: int, every: int, device: str) -> bool:
+        """Whether the run stops after iteration it - 1 (it: the next iteration; every: the log interval)."""
+        if not dist.is_initialized():
+            return self.requested.is_set()
+        if it % every:
+            return False
+        requested = torch.tensor(float(self.requested.is_set()), device=device)
+        return all_reduce(requested, dist.ReduceOp.MAX).item() > 0
 
 
 def shutdown() -> None:

@@ -1,14 +1,19 @@
 """
 The masked-language-modelling data path, shared by train.py and bench.py: random windows of the token
-files written by prepare.py, the token space masking works in, MLM corruption, and the weighting that
-makes gradient accumulation exact.
+files written by prepare.py, the token space masking works in, MLM corruption, the rows the sparse head
+predicts, the weighting that makes gradient accumulation exact, and the evaluation on a fixed sample.
 """
 import functools
 import math
+from contextlib import AbstractContextManager
+from typing import Callable
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
+from distributed import all_reduce
+from errors import fail
 from model import IGNORE_INDEX
 
 # What a seed is for comes right after the run's seed in seed_for(seed, STREAM, ...), so no two uses of randomness
@@ -172,7 +177,58 @@ def prediction_capacity(n_tokens: int, rate: float) -> int:
     return min(n_tokens, 64 * math.ceil((mean + 7 * std) / 64))
 
 
+class SparseHeadRows:
+    """How many rows the sparse head predicts in a step's micro-batches. Eager, as many as each has labels. Compiled,
+    a fixed number (prediction_capacity): a count that changes with the masks would give the graph a
+    data-dependent shape, which means recompiles or a host sync per step, so the head pads to a static size
+    instead. A micro-batch with more labels than that would lose some; the flag is read at log points (reading it
+    waits for the GPU), every rank agreeing, and stops the run."""
+
+    def __init__(self, compiled: bool, device: str):
+        self.compiled = compiled
+        self.overflow = torch.zeros((), dtype=torch.bool, device=device)
+
+    def rows(self, counts: torch.Tensor, n_tokens: int, rate: float) -> int | None:
+        """The rows for micro-batches of n_tokens masked at rate with counts labels each; None: no fixed number."""
+        if not self.compiled:
+            return None
+        capacity = prediction_capacity(n_tokens, rate)
+        self.overflow |= counts.max() > capacity
+        return capacity
+
+    def check(self, n_tokens: int, rate: float) -> None:
+        if all_reduce(self.overflow.float(), dist.ReduceOp.MAX).item():
+            fail(f'a micro-batch had more masked tokens than prediction_capacity({n_tokens}, {rate}) = '
+                 f'{prediction_capacity(n_tokens, rate)}; this should never happen: report it, and use '
+                 '--compile=False')
+
+
 def micro_batch_loss(mean_loss: torch.Tensor, n_predicted: torch.Tensor, n_step: torch.Tensor) -> torch.Tensor:
     """A micro-batch's share of the step loss: its mean loss weighted by its predicted tokens over those of the
     whole step (all micro-batches, all ranks), so accumulation equals one big batch. No prediction, no share."""
     return torch.where(n_predicted > 0, mean_loss.float(), 0.0) * (n_predicted / n_step)
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, get_batch: Callable, eval_iters: int, rare_id: int | None,
+             autocast: AbstractContextManager) -> dict:
+    """Loss and masked-token accuracy of each split on eval_iters fixed batches (get_batch(split, k) with fixed
+    masks), summed over the ranks, which share the batches; with rare_id (the shrunken phase) also the accuracy
+    on targets that are not RARE and the share of targets that are."""
+    rank, world_size = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    device = next(model.parameters()).device
+    model.eval()
+    out = {}
+    for split in ('train', 'val'):
+        sums = torch.zeros(5, dtype=torch.float64, device=device)
+        for k in range(rank, eval_iters, world_size):
+            x, y, documents = get_batch(split, k)
+            with autocast:
+                logits, loss = model(x, labels=y, document_ids=documents)
+            sums += prediction_counts(logits, loss, y, rare_id)
+        loss_sum, correct, n, core_correct, core_n = all_reduce(sums).tolist()
+        out[f'{split}_loss'], out[f'{split}_acc'] = loss_sum / n, correct / n
+        if rare_id is not None:
+            out[f'{split}_core_acc'], out[f'{split}_rare_frac'] = core_correct / core_n, 1 - core_n / n
+    model.train()
+    return out

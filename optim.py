@@ -9,9 +9,13 @@ expects (v_hat lags behind it), the update is scaled down instead of taking a st
 State per parameter (step, exp_avg, exp_avg_sq) is AdamW's, so train.py carries it across optimizer rebuilds by name.
 """
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.nn as nn
+
+from errors import fail
 
 LR_SCHEDULES = ('wsd', 'cosine', 'constant')
 
@@ -161,6 +165,39 @@ def configure_optimizers(model: nn.Module, weight_decay: float, learning_rate: f
     return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, eps=eps, fused=device_type in ('cuda', 'cpu'))
 
 
+@dataclass
+class OptimizerSettings:
+    """What the run's optimizer is, as data: the curriculum rebuilds it from these when an operation changes
+    which parameters train."""
+    name: str  # 'adamw' | 'stable_adamw'
+    weight_decay: float
+    decoupled_decay: bool  # weight_decay is Composer's decoupled rate (decays by wd * lr / peak), not torch's
+    betas: tuple[float, float]
+    eps: float
+    decay_1d: bool  # decay norms and biases too (NeoBERT does)
+    device_type: str
+    compiled: bool  # compile StableAdamW's update
+
+    def weight_decay_at(self, peak_lr: float) -> float:
+        """The optimizer's weight_decay: torch's AdamW decays by lr * wd, so the decoupled wd * lr / peak needs
+        wd / peak, with the peak in force now."""
+        return self.weight_decay / peak_lr if self.decoupled_decay else self.weight_decay
+
+    def build(self, model: nn.Module, peak_lr: float) -> torch.optim.Optimizer:
+        """The optimizer over model's trainable parameters (configure_optimizers)."""
+        return configure_optimizers(model, self.weight_decay_at(peak_lr), peak_lr, self.betas,
+                                    self.device_type, self.eps, self.name, self.decay_1d, self.compiled)
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float, weight_decay: float) -> None:
+    """Every group's learning rate, and the decayed group's weight decay (which set_lr moves under the decoupled
+    convention)."""
+    for group in optimizer.param_groups:
+        group['lr'] = lr
+        if group['weight_decay']:
+            group['weight_decay'] = weight_decay
+
+
 def state_by_name(model: nn.Module, opt: torch.optim.Optimizer) -> dict:
     """The optimizer's per-parameter state keyed by parameter name."""
     return {name: opt.state[p] for name, p in model.named_parameters() if p in opt.state}
@@ -178,3 +215,52 @@ def load_state_by_name(opt: torch.optim.Optimizer, named_state: dict) -> dict:
     saved['state'] = {ids[name]: state for name, state in named_state.items() if name in ids}
     opt.load_state_dict(saved)
     return {name: state for name, state in named_state.items() if name not in ids}
+
+
+# The optimizer state of frozen parameters ("parked") --------------------------------------------------------
+# An operation that freezes parameters (set_embedding_finetune_mode) rebuilds the optimizer without them; their
+# AdamW moments and step wait in `parked`, checkpointed beside the optimizer, until they train again.
+
+def carried_state(model: nn.Module, optimizer: torch.optim.Optimizer, parked: dict) -> dict:
+    """Every parameter's optimizer state by name: the training ones' and the parked ones'."""
+    return parked | state_by_name(model, optimizer)
+
+
+def rebuild_optimizer(model: nn.Module, settings: OptimizerSettings, peak_lr: float,
+                      carried: dict) -> tuple[torch.optim.Optimizer, dict]:
+    """A new optimizer over model's trainable parameters, each given the state of its name in carried (from
+    carried_state); and the new parked state: the entries of parameters that do not train now."""
+    optimizer = settings.build(model, peak_lr)
+    return optimizer, load_state_by_name(optimizer, carried)
+
+
+class NonFiniteGuard:
+    """Skips a step whose loss or gradient norm is NaN or inf, on the device (step_unless): the host learns of it
+    at the next log point or save, so it never waits for the GPU within a step. The run stops after
+    max_in_a_row such steps in a row. Its counts live in the run's progress dict, which checkpoints keep."""
+
+    def __init__(self, progress: dict, max_in_a_row: int, log: Callable, ckpt_path: str):
+        self.progress, self.max_in_a_row, self.log, self.ckpt_path = progress, max_in_a_row, log, ckpt_path
+        self.pending = []  # (iteration, skipped, step loss) of the steps since the flags were last read
+
+    def step(self, it: int, optimizer: torch.optim.Optimizer, loss: torch.Tensor, grad_norm: torch.Tensor) -> None:
+        """optimizer.step() unless loss or grad_norm is not finite (both the same on every rank)."""
+        skip = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        step_unless(optimizer, skip)
+        self.pending.append((it, skip, loss))
+
+    def read(self) -> None:
+        """Count and log the steps skipped since the last call; stop after max_in_a_row in a row."""
+        flags = torch.stack([skipped for _, skipped, _ in self.pending]).tolist() if self.pending else []
+        progress = self.progress
+        for (it, _, loss), skipped in zip(self.pending, flags):
+            progress['skipped_in_a_row'] = progress['skipped_in_a_row'] + 1 if skipped else 0
+            if not skipped:
+                continue
+            progress['skipped_steps'] += 1
+            self.log(dict(iter=it, skipped_nonfinite=True, loss=loss.item(), skipped_steps=progress['skipped_steps']),
+                     f"iter {it}: non-finite loss or gradient, step skipped ({progress['skipped_in_a_row']} in a row)")
+            if progress['skipped_in_a_row'] >= self.max_in_a_row:
+                fail(f"{progress['skipped_in_a_row']} consecutive non-finite steps at iter {it}; lower learning_rate "
+                     f'or use bf16; the last good checkpoint is {self.ckpt_path}')
+        self.pending.clear()
