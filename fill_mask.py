@@ -2,7 +2,8 @@
 Fill [MASK] in sentences with a trained model: the encoder's analogue of nanoGPT's sample.py.
 
     python fill_mask.py --out_dir=out-demo
-    python fill_mask.py --ckpt=out-demo/ckpt.pt --text="To be, or not to [MASK]: that is the question." --top_k=5
+    python fill_mask.py --ckpt=out-demo/ckpt.pt
+        --text="To be, or not to [MASK]: that is the question." --top_k=5
     python fill_mask.py --ckpt=out-demo/hf        # a folder written by export_hf.py
 """
 import os
@@ -31,8 +32,8 @@ SENTENCES = [
 
 
 class MaskFiller:
-    """A model with its tokenizer, from a train.py checkpoint (in a shrunken-vocabulary phase, ids go through its
-    remapping) or from a folder written by export_hf.py (its tokenizer files)."""
+    """A model with its tokenizer, from a train.py checkpoint (in a shrunken-vocabulary phase, ids
+    go through its remapping) or from a folder written by export_hf.py (its tokenizer files)."""
 
     def __init__(self, path: str, device: str = 'cpu'):
         loaded = load_model(path, full_vocabulary=False)

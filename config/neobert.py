@@ -1,8 +1,10 @@
-# NeoBERT (768 hidden, 28 layers, 12 heads, SwiGLU 3072 -> 2048 units, RMSNorm, RoPE 10k, untied decoder) with its recipe:
-# 20% masking, every selected token -> [MASK], AdamW (0.9, 0.95, eps 1e-8, wd 0.01 on every parameter), clipping 1.0,
-# 2k warmup steps then cosine to 10%, block 1024 (docs/recipes.md). NeoBERT uses bert-base-uncased's WordPiece:
+# NeoBERT (768 hidden, 28 layers, 12 heads, SwiGLU 3072 -> 2048 units, RMSNorm, RoPE 10k, untied
+# decoder) with its recipe: 20% masking, every selected token -> [MASK], AdamW (0.9, 0.95, eps 1e-8,
+# wd 0.01 on every parameter), clipping 1.0, 2k warmup steps then cosine to 10%, block 1024
+# (docs/recipes.md). NeoBERT uses bert-base-uncased's WordPiece:
 #   python prepare.py --dataset=<corpus> --tokenizer=bert-base-uncased --out_dir=data/<corpus>_bert
-# torchrun --standalone --nproc_per_node=8 --max-restarts=3 train.py config/neobert.py --dataset=<corpus>_bert
+# torchrun --standalone --nproc_per_node=8 --max-restarts=3 train.py config/neobert.py \
+#     --dataset=<corpus>_bert
 out_dir = 'out-neobert'
 dataset = 'shakespeare_bert'
 

@@ -1,16 +1,22 @@
-"""Diagnose a checkpoint: per-layer linear probes, rank, cosine, attention entropy, weight RMS."""
-import sys
+"""Diagnose a checkpoint: per-layer linear probes, rank, cosine, attention entropy, weight RMS.
+
+    python dev/diagnose.py out-demo/ckpt.pt            # the pre-trained model
+    python dev/diagnose.py out-demo/ckpt.pt scratch    # the same architecture, random weights
+"""
 import math
+import sys
+from pathlib import Path
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, '.')
-import attention as A
-import model as M
-from checkpoint import load_model
-from tokenizer import load_recorded_tokenizer
-import finetune as FT
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import attention as A  # noqa: E402
+import finetune as FT  # noqa: E402
+import model as M  # noqa: E402
+from checkpoint import load_model  # noqa: E402
+from tokenizer import load_recorded_tokenizer  # noqa: E402
 
 A.BAND_FROM_WINDOWS = 10 ** 9  # dense bool masks so entropy is easy
 torch.manual_seed(0)
@@ -61,7 +67,8 @@ def features(ids):
     for s in range(0, len(ids), 64):
         x, mask = FT.collate(ids[s:s + 64], tok.pad_token_id, 'cpu')
         hs = []
-        hooks = [l.register_forward_hook(lambda m, i, o: hs.append(o)) for l in enc.model.layers]
+        hooks = [layer.register_forward_hook(lambda m, i, o: hs.append(o))
+                 for layer in enc.model.layers]
         attn_with_entropy.layer = 0
         emb = enc.model.embeddings(x)
         h = enc.encode(x, mask)
@@ -69,7 +76,9 @@ def features(ids):
             hk.remove()
         w = mask.unsqueeze(-1).float()
         layers = [emb] + hs + [h]
-        outs.append(torch.stack([torch.cat([(l * w).sum(1) / w.sum(1), l[:, 0]], -1) for l in layers]))
+        # per layer: the mean over the real tokens, then the [CLS] state
+        outs.append(torch.stack([torch.cat([(x_l * w).sum(1) / w.sum(1), x_l[:, 0]], -1)
+                                 for x_l in layers]))
     return torch.cat(outs, 1)  # [L+2, N, 2H]
 
 
@@ -115,12 +124,14 @@ for i, name in enumerate(names):
     mean_tr, cls_tr = Ftr[i, :, :H], Ftr[i, :, H:]
     mean_va, cls_va = Fva[i, :, :H], Fva[i, :, H:]
     print(f"{name:6s} probe mean {probe(mean_tr, mean_va):.3f} cls {probe(cls_tr, cls_va):.3f} | "
-          f"rank mean {eff_rank(mean_tr):5.1f} cls {eff_rank(cls_tr):5.1f} | cos mean {mean_cos(mean_tr):.2f} "
-          f"cls {mean_cos(cls_tr):.2f} | rms {Ftr[i, :, :H].pow(2).mean().sqrt():.2f}")
+          f"rank mean {eff_rank(mean_tr):5.1f} cls {eff_rank(cls_tr):5.1f} | "
+          f"cos mean {mean_cos(mean_tr):.2f} cls {mean_cos(cls_tr):.2f} | "
+          f"rms {Ftr[i, :, :H].pow(2).mean().sqrt():.2f}")
 print("attention entropy (normalized) per layer:", ' '.join(f"{ent[k]:.2f}" for k in sorted(ent)))
-for i, l in enumerate(enc.model.layers):
-    rms = {n: p.pow(2).mean().sqrt().item() for n, p in l.named_parameters() if p.ndim == 2}
-    top = {n: torch.linalg.matrix_norm(p, 2).item() for n, p in l.named_parameters() if p.ndim == 2}
+for i, layer in enumerate(enc.model.layers):
+    matrices = {n: p for n, p in layer.named_parameters() if p.ndim == 2}
+    rms = {n: p.pow(2).mean().sqrt().item() for n, p in matrices.items()}
+    top = {n: torch.linalg.matrix_norm(p, 2).item() for n, p in matrices.items()}
     print(f"L{i} weight rms " + ' '.join(f"{n}={v:.3f}/{top[n]:.2f}" for n, v in rms.items()))
 e = enc.model.tok_embeddings.weight
 print(f"emb rms {e.pow(2).mean().sqrt():.3f}")

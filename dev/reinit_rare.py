@@ -1,8 +1,9 @@
-"""The test of the rare-token explanation: a pre-trained checkpoint whose embedding rows of rare tokens (seen fewer than
---below times in train.bin) are drawn again from the model's initial distribution, the rest kept. With a tied decoder
-the decoder's rows change with them. Fine-tune the result like any checkpoint.
+"""The test of the rare-token explanation: a pre-trained checkpoint whose embedding rows of rare
+tokens (seen fewer than `below` times in train.bin) are drawn again from the model's initial
+distribution, the rest kept. With a tied decoder the decoder's rows change with them. Fine-tune the
+result like any checkpoint.
 
-    python assets/finetune/downstream_cpu/reinit_rare.py out-p3000/ckpt.pt data/shakespeare/counts.npy 50 rare50.pt
+    python dev/reinit_rare.py out-downstream/ckpt.pt data/shakespeare/counts.npy 50 rare50.pt
 """
 import sys
 
@@ -17,7 +18,8 @@ rare = (counts < int(below)).nonzero().squeeze(1)
 std = ckpt['model_args']['initializer_range']
 cut = ckpt['model_args']['initializer_cutoff_factor'] * std
 torch.manual_seed(0)
-rows[rare] = torch.nn.init.trunc_normal_(torch.empty(len(rare), rows.shape[1]), std=std, a=-cut, b=cut)
+rows[rare] = torch.nn.init.trunc_normal_(torch.empty(len(rare), rows.shape[1]),
+                                         std=std, a=-cut, b=cut)
 seen = int((counts[rare] > 0).sum())
 print(f"{len(rare)} rows drawn again ({seen} of them seen in train.bin); std of the kept rows "
       f"{rows[counts >= int(below)].std():.4f}, of the new ones {rows[rare].std():.4f}")

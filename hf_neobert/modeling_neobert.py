@@ -3,12 +3,14 @@ NeoBERT for Hugging Face transformers, loaded with trust_remote_code=True:
 
     NeoBERTConfig   AutoConfig
     NeoBERT         AutoModel: the bare encoder, last_hidden_state after the final RMSNorm
-    NeoBERTLMHead   AutoModelForMaskedLM: the encoder and its untied decoder (logits over the vocabulary)
+    NeoBERTLMHead   AutoModelForMaskedLM: the encoder and its untied decoder (logits over the
+                    vocabulary)
 
-nanoBERT's export_hf.py copies this file into every NeoBERT folder it writes. It is standalone (torch and
-transformers only). Config keys and parameter names are those of the official chandar-lab/NeoBERT checkpoints:
-token embedding `model.encoder`, blocks `model.transformer_encoder.N` (pre-norm, RMSNorm; `qkv` rows per head
-[q k v]; packed SwiGLU `ffn.w12` = [w1 (gets SiLU); w2] and `ffn.w3`), final `model.layer_norm`, `decoder` with bias.
+nanoBERT's export_hf.py copies this file into every NeoBERT folder it writes. It is standalone
+(torch and transformers only). Config keys and parameter names are those of the official
+chandar-lab/NeoBERT checkpoints: token embedding `model.encoder`, blocks
+`model.transformer_encoder.N` (pre-norm, RMSNorm; `qkv` rows per head [q k v]; packed SwiGLU
+`ffn.w12` = [w1 (gets SiLU); w2] and `ffn.w3`), final `model.layer_norm`, `decoder` with bias.
 RoPE rotates interleaved pairs (2i, 2i+1), in fp32. Every layer attends globally.
 """
 import torch
@@ -22,13 +24,15 @@ class NeoBERTConfig(PretrainedConfig):
     model_type = 'neobert'
 
     def __init__(self, vocab_size: int = 30522, hidden_size: int = 768, num_hidden_layers: int = 28,
-                 num_attention_heads: int = 12, intermediate_size: int = 3072, max_length: int = 4096,
-                 norm_eps: float = 1e-5, rope_theta: float = 10000.0, attention_bias: bool = False,
-                 mlp_bias: bool = False, decoder_bias: bool = True, embedding_dropout: float = 0.0,
-                 attention_dropout: float = 0.0, mlp_dropout: float = 0.0, embedding_init_range: float = 0.02,
+                 num_attention_heads: int = 12, intermediate_size: int = 3072,
+                 max_length: int = 4096, norm_eps: float = 1e-5, rope_theta: float = 10000.0,
+                 attention_bias: bool = False, mlp_bias: bool = False, decoder_bias: bool = True,
+                 embedding_dropout: float = 0.0, attention_dropout: float = 0.0,
+                 mlp_dropout: float = 0.0, embedding_init_range: float = 0.02,
                  decoder_init_range: float = 0.02, pad_token_id: int = 0, **kwargs):
         if hidden_size % num_attention_heads or (hidden_size // num_attention_heads) % 2:
-            raise ValueError(f'hidden_size={hidden_size} must split into num_attention_heads={num_attention_heads} '
+            raise ValueError(f'hidden_size={hidden_size} must split into '
+                             f'num_attention_heads={num_attention_heads} '
                              'heads of even size (RoPE rotates pairs)')
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -46,14 +50,17 @@ class NeoBERTConfig(PretrainedConfig):
         self.mlp_dropout = mlp_dropout
         self.embedding_init_range = embedding_init_range
         self.decoder_init_range = decoder_init_range
-        kwargs['tie_word_embeddings'] = False  # the decoder is its own matrix (transformers 4.x ties by default)
+        # the decoder is its own matrix (transformers 4.x ties by default)
+        kwargs['tie_word_embeddings'] = False
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
 
 def rope(x: torch.Tensor, theta: float) -> torch.Tensor:
-    """Rotate the pairs (2i, 2i+1) of x [B, heads, T, head_dim] by position * theta^(-2i / head_dim)."""
+    """Rotate the pairs (2i, 2i+1) of x [B, heads, T, head_dim] by position *
+    theta^(-2i / head_dim)."""
     T, head_dim = x.shape[-2], x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float, device=x.device) / head_dim))
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float, device=x.device)
+                                / head_dim))
     angles = torch.arange(T, dtype=torch.float, device=x.device)[:, None] * inv_freq[None, :]
     cos, sin = angles.cos(), angles.sin()
     x0, x1 = x.float().unflatten(-1, (-1, 2)).unbind(-1)
@@ -63,7 +70,8 @@ def rope(x: torch.Tensor, theta: float) -> torch.Tensor:
 class SwiGLU(nn.Module):
     def __init__(self, config: NeoBERTConfig):
         super().__init__()
-        # two thirds of intermediate_size (the compute of a 4x GELU MLP), rounded up to a multiple of 8
+        # two thirds of intermediate_size (the compute of a 4x GELU MLP), rounded up to a multiple
+        # of 8
         hidden = 8 * ((int(2 * config.intermediate_size / 3) + 7) // 8)
         self.w12 = nn.Linear(config.hidden_size, 2 * hidden, bias=config.mlp_bias)
         self.w3 = nn.Linear(hidden, config.hidden_size, bias=config.mlp_bias)
@@ -79,7 +87,8 @@ class EncoderBlock(nn.Module):
         self.n_head, self.theta = config.num_attention_heads, config.rope_theta
         self.attention_dropout = config.attention_dropout
         self.attention_norm = nn.RMSNorm(config.hidden_size, config.norm_eps)
-        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.attention_bias)
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size,
+                             bias=config.attention_bias)
         self.wo = nn.Linear(config.hidden_size, config.hidden_size, bias=config.attention_bias)
         self.resid_drop = nn.Dropout(config.attention_dropout)
         self.ffn_norm = nn.RMSNorm(config.hidden_size, config.norm_eps)
@@ -89,8 +98,10 @@ class EncoderBlock(nn.Module):
     def attention(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         B, T, H = x.shape
         q, k, v = self.qkv(x).view(B, T, self.n_head, -1).transpose(1, 2).chunk(3, dim=-1)
-        y = F.scaled_dot_product_attention(rope(q, self.theta), rope(k, self.theta), v, attn_mask=mask,
-                                           dropout_p=self.attention_dropout if self.training else 0.0)
+        y = F.scaled_dot_product_attention(rope(q, self.theta), rope(k, self.theta), v,
+                                           attn_mask=mask,
+                                           dropout_p=self.attention_dropout if self.training
+                                           else 0.0)
         return self.resid_drop(self.wo(y.transpose(1, 2).reshape(B, T, H)))
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -105,11 +116,13 @@ class NeoBERTPreTrainedModel(PreTrainedModel):
 
     def _init_weights(self, module: nn.Module) -> None:
         if isinstance(module, nn.Linear):
-            nn.init.uniform_(module.weight, -self.config.decoder_init_range, self.config.decoder_init_range)
+            nn.init.uniform_(module.weight, -self.config.decoder_init_range,
+                             self.config.decoder_init_range)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.uniform_(module.weight, -self.config.embedding_init_range, self.config.embedding_init_range)
+            nn.init.uniform_(module.weight, -self.config.embedding_init_range,
+                             self.config.embedding_init_range)
         elif isinstance(module, nn.RMSNorm):
             nn.init.ones_(module.weight)
 
@@ -117,9 +130,11 @@ class NeoBERTPreTrainedModel(PreTrainedModel):
 class NeoBERT(NeoBERTPreTrainedModel):
     def __init__(self, config: NeoBERTConfig):
         super().__init__(config)
-        self.encoder = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.encoder = nn.Embedding(config.vocab_size, config.hidden_size,
+                                    padding_idx=config.pad_token_id)
         self.drop = nn.Dropout(config.embedding_dropout)
-        self.transformer_encoder = nn.ModuleList(EncoderBlock(config) for _ in range(config.num_hidden_layers))
+        self.transformer_encoder = nn.ModuleList(EncoderBlock(config)
+                                                 for _ in range(config.num_hidden_layers))
         self.layer_norm = nn.RMSNorm(config.hidden_size, config.norm_eps)
         self.post_init()
 
@@ -130,13 +145,16 @@ class NeoBERT(NeoBERTPreTrainedModel):
         self.encoder = value
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                output_hidden_states: bool | None = None, return_dict: bool | None = None) -> BaseModelOutput:
+                output_hidden_states: bool | None = None,
+                return_dict: bool | None = None) -> BaseModelOutput:
         if input_ids.shape[1] > self.config.max_length:
-            raise ValueError(f'sequence length {input_ids.shape[1]} exceeds max_length={self.config.max_length}')
+            raise ValueError(f'sequence length {input_ids.shape[1]} exceeds '
+                             f'max_length={self.config.max_length}')
         mask = None
         if attention_mask is not None:
             keep = attention_mask.bool()
-            keep = keep | ~keep.any(dim=-1, keepdim=True)  # a fully padded row sees every key rather than none (NaN)
+            # a fully padded row sees every key rather than none (NaN)
+            keep = keep | ~keep.any(dim=-1, keepdim=True)
             mask = keep[:, None, None, :]
         x = self.drop(self.encoder(input_ids))
         hidden_states = [x]
@@ -146,7 +164,8 @@ class NeoBERT(NeoBERTPreTrainedModel):
         if output_hidden_states is None:
             output_hidden_states = self.config.output_hidden_states
         output = BaseModelOutput(last_hidden_state=self.layer_norm(x),
-                                 hidden_states=tuple(hidden_states) if output_hidden_states else None)
+                                 hidden_states=tuple(hidden_states) if output_hidden_states
+                                 else None)
         return output if return_dict is not False else output.to_tuple()
 
 

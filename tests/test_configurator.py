@@ -7,8 +7,9 @@ import pytest
 from configurator import configure
 from conftest import ROOT
 
-DEFAULTS = dict(batch_size=16, learning_rate=6e-4, compile=False, out_dir='out', init_from='scratch',
-                max_iters=100, peak_flops=None, schedule=[], model_overrides={})
+DEFAULTS = dict(batch_size=16, learning_rate=6e-4, compile=False, out_dir='out',
+                init_from='scratch', max_iters=100, peak_flops=None, schedule=[],
+                model_overrides={})
 
 
 def run(*argv):
@@ -59,20 +60,24 @@ def test_bare_flags_and_comma_lists():
     assert run('--schedule=512,1024')['schedule'] == [512, 1024]
     assert run('--schedule=small,base')['schedule'] == ['small', 'base']
     assert run('--schedule=7')['schedule'] == [7]
-    assert run("--schedule=[{'name': 'set_lr'}]")['schedule'] == [{'name': 'set_lr'}]  # a literal stays a literal
+    # a literal stays a literal
+    assert run("--schedule=[{'name': 'set_lr'}]")['schedule'] == [{'name': 'set_lr'}]
 
 
 def test_config_file_with_list_dict_and_unknown_key(tmp_path):
     good = tmp_path / 'good.py'
-    good.write_text("import math\nbatch_size = 8\nschedule = [{'name': 'set_lr', 'value': 1e-4, 'at_iter': 5}]\n"
+    good.write_text("import math\nbatch_size = 8\n"
+                    "schedule = [{'name': 'set_lr', 'value': 1e-4, 'at_iter': 5}]\n"
                     "model_overrides = {'norm_eps': 1e-6}\nlearning_rate = math.sqrt(1e-6)\n")
     cfg = run(str(good), '--batch_size=4')
     assert cfg['batch_size'] == 4 and cfg['schedule'][0]['name'] == 'set_lr'
-    assert cfg['model_overrides'] == {'norm_eps': 1e-6} and cfg['learning_rate'] == pytest.approx(1e-3)
+    assert cfg['model_overrides'] == {'norm_eps': 1e-6} and \
+        cfg['learning_rate'] == pytest.approx(1e-3)
     bad = tmp_path / 'bad.py'
     bad.write_text('bach_size = 8\n')
     message = error_of(str(bad))
-    assert "unknown key 'bach_size'" in message and str(bad) in message and "'batch_size'" in message
+    assert "unknown key 'bach_size'" in message and str(bad) in message and \
+        "'batch_size'" in message
     assert 'not found' in error_of(str(tmp_path / 'missing.py'))
     wrong = tmp_path / 'wrong.py'
     wrong.write_text("schedule = 'nope'\n")
@@ -82,7 +87,8 @@ def test_config_file_with_list_dict_and_unknown_key(tmp_path):
 def test_list_from_json_file(tmp_path):
     path = tmp_path / 'schedule.json'
     path.write_text(json.dumps([{'name': 'set_mask_rate', 'value': 0.15, 'at_iter': 3}]))
-    assert run(f'--schedule={path}')['schedule'] == [{'name': 'set_mask_rate', 'value': 0.15, 'at_iter': 3}]
+    assert run(f'--schedule={path}')['schedule'] == \
+        [{'name': 'set_mask_rate', 'value': 0.15, 'at_iter': 3}]
     path.write_text('[{')
     assert 'invalid JSON' in error_of(f'--schedule={path}')
 
@@ -117,6 +123,7 @@ def test_train_py_knobs_are_its_settings_not_its_imports(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(SystemExit):
         runpy.run_path('train.py', run_name='__main__')
-    knobs = [line.split('=')[0].strip() for line in capsys.readouterr().out.splitlines() if line.startswith('  --')]
+    knobs = [line.split('=')[0].strip() for line in capsys.readouterr().out.splitlines()
+             if line.startswith('  --')]
     assert '--rare_token_id' in knobs and '--IGNORE_INDEX' not in knobs and '--DROPOUT' not in knobs
     assert len(knobs) == len(set(knobs)) > 60

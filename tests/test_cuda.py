@@ -1,6 +1,7 @@
-"""The CUDA path: FlexAttention against SDPA in bf16 (forward and gradients), the compiled training forward as
-one graph, the optimizer step (the non-finite skip included) without a host sync, and fine-tuning under bf16
-autocast. Skipped without a GPU (CI has none); run with `python -m pytest -q tests/test_cuda.py` on a GPU machine."""
+"""The CUDA path: FlexAttention against SDPA in bf16 (forward and gradients), the compiled training
+forward as one graph, the optimizer step (the non-finite skip included) without a host sync, and
+fine-tuning under bf16 autocast. Skipped without a GPU (CI has none); run with
+`python -m pytest -q tests/test_cuda.py` on a GPU machine."""
 import pytest
 import torch
 
@@ -14,8 +15,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason='needs a C
 
 def small_model(seed: int = 0) -> Encoder:
     torch.manual_seed(seed)
-    config = EncoderConfig(vocab_size=1024, hidden_size=256, num_attention_heads=4, intermediate_size=384,
-                           num_hidden_layers=6, pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
+    config = EncoderConfig(vocab_size=1024, hidden_size=256, num_attention_heads=4,
+                           intermediate_size=384, num_hidden_layers=6, pad_token_id=0,
+                           cls_token_id=1, sep_token_id=2, mask_token_id=3)
     return Encoder(config).cuda()
 
 
@@ -57,16 +59,19 @@ def test_compiled_training_forward_is_one_graph_without_breaks():
     ids, labels = batch()
     torch._dynamo.reset()
     with torch.autocast('cuda', dtype=torch.bfloat16):
-        explained = torch._dynamo.explain(m)(ids, labels=labels, max_predictions=prediction_capacity(ids.numel(), 0.3))
+        explained = torch._dynamo.explain(m)(ids, labels=labels,
+                                             max_predictions=prediction_capacity(ids.numel(), 0.3))
     assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
 
 
 @pytest.mark.parametrize('optimizer', ['adamw', 'stable_adamw'])
 def test_optimizer_step_skips_on_the_device_without_waiting(optimizer):
-    # train.py's step as the GPU runs it: fused AdamW, or StableAdamW compiled, handed the skip flag as found_inf;
-    # after the warm-up (compilation), neither the step nor the skip may make the host wait for the GPU
+    # train.py's step as the GPU runs it: fused AdamW, or StableAdamW compiled, handed the skip flag
+    # as found_inf; after the warm-up (compilation), neither the step nor the skip may make the host
+    # wait for the GPU
     models = [small_model(), small_model()]
-    optimizers = [configure_optimizers(m, 0.1, 1e-3, (0.9, 0.98), 'cuda', optimizer=optimizer, compiled=compiled)
+    optimizers = [configure_optimizers(m, 0.1, 1e-3, (0.9, 0.98), 'cuda', optimizer=optimizer,
+                                       compiled=compiled)
                   for m, compiled in zip(models, (False, True))]
     ids, labels = batch()
     for it in range(4):
@@ -87,6 +92,7 @@ def test_optimizer_step_skips_on_the_device_without_waiting(optimizer):
 
 
 def test_fine_tuning_in_bf16_learns_a_task(ckpt, tmp_path):
-    # finetune.py runs under bf16 autocast on a GPU: the task the CPU test learns in float32 is learnt here too
+    # finetune.py runs under bf16 autocast on a GPU: the task the CPU test learns in float32 is
+    # learnt here too
     result = learn_good_or_bad(ckpt, tmp_path, 'cuda')
     assert result['value'] > 0.9, result

@@ -1,6 +1,7 @@
-"""finetune.py: the metrics against known values, the built-in tasks (shakespeare_works end to end, shakespeare_lines
-by probe over a learning-rate grid), the zero-shot MLM scores, a local JSONL task that a tiny model must learn, GLUE's
-task table through a stand-in for `datasets`, and the refusals."""
+"""finetune.py: the metrics against known values, the built-in tasks (shakespeare_works end to end,
+shakespeare_lines by probe over a learning-rate grid), the zero-shot MLM scores, a local JSONL task
+that a tiny model must learn, GLUE's task table through a stand-in for `datasets`, and the
+refusals."""
 import json
 import sys
 import types
@@ -21,11 +22,14 @@ def test_metrics_against_known_values():
     assert finetune.accuracy(pred, gold) == pytest.approx(3 / 5)
     assert finetune.f1(pred, gold) == pytest.approx(2 / 3)  # tp 2, 3 predicted, 3 actual
     assert finetune.mcc(pred, gold) == pytest.approx(1 / 6)  # (2 * 1 - 1 * 1) / sqrt(3 * 3 * 2 * 2)
-    assert finetune.mcc(np.ones(4), np.array([1, 0, 1, 0])) == 0.0  # a constant answer: no correlation
+    # a constant answer: no correlation
+    assert finetune.mcc(np.ones(4), np.array([1, 0, 1, 0])) == 0.0
     assert finetune.pearson(np.array([1., 2, 3, 4]), np.array([2., 4, 6, 8])) == pytest.approx(1.0)
     assert finetune.pearson(np.array([1., 2, 3, 4]), np.array([4., 3, 2, 1])) == pytest.approx(-1.0)
-    # ties share their mean rank: ranks [1, 2.5, 2.5, 4] against [1, 3, 2, 4] give 4.5 / sqrt(4.5 * 5)
-    assert finetune.spearman(np.array([1., 2, 2, 3]), np.array([1., 3, 2, 4])) == pytest.approx(4.5 / (4.5 * 5) ** 0.5)
+    # ties share their mean rank: ranks [1, 2.5, 2.5, 4] against [1, 3, 2, 4] give
+    # 4.5 / sqrt(4.5 * 5)
+    assert finetune.spearman(np.array([1., 2, 2, 3]), np.array([1., 3, 2, 4])) == \
+        pytest.approx(4.5 / (4.5 * 5) ** 0.5)
     assert finetune.spearman(np.array([1., 2, 3]), np.array([1., 10, 100])) == pytest.approx(1.0)
 
 
@@ -37,10 +41,13 @@ def test_shakespeare_works_split_shares_no_text():
     assert len(val) == pytest.approx(len(task.train) / 9, rel=0.05)
     assert all(len(texts[0]) == 400 for texts, _ in task.train[:100] + val[:100])
     train_text = '\n'.join(texts[0] for texts, _ in task.train)
-    assert not any(texts[0] in train_text for texts, _ in val[::50])  # passages are disjoint slices of each work
+    # passages are disjoint slices of each work
+    assert not any(texts[0] in train_text for texts, _ in val[::50])
     assert 0 < task.majority_baseline() < 0.05
-    assert not {'winters_tale', 'passionate_pilgrim'} & set(task.label_names)  # held out of pre-training
-    assert all('\n' in texts[0] for texts, _ in task.train[:100])  # line breaks kept, as pre-training reads them
+    # held out of pre-training
+    assert not {'winters_tale', 'passionate_pilgrim'} & set(task.label_names)
+    # line breaks kept, as pre-training reads them
+    assert all('\n' in texts[0] for texts, _ in task.train[:100])
 
 
 def test_shakespeare_lines_pairs_a_line_with_the_next_or_with_one_from_its_own_work():
@@ -60,7 +67,8 @@ def test_shakespeare_lines_pairs_a_line_with_the_next_or_with_one_from_its_own_w
 def test_a_probe_trains_only_its_linear_layer(ckpt):
     encoder = load_model(ckpt).model
     model = finetune.SequenceClassifier(encoder, 3, 'mean', 0.1, probe=True)
-    assert [n for n, p in model.named_parameters() if p.requires_grad] == ['classifier.weight', 'classifier.bias']
+    assert [n for n, p in model.named_parameters() if p.requires_grad] == \
+        ['classifier.weight', 'classifier.bias']
 
 
 def test_zero_shot_scores_a_trained_mlm_above_random_weights(ckpt):
@@ -78,30 +86,36 @@ def test_pairs_are_cut_longest_first():
     long, short = ' word' * 40, ' a b c'
     (both_long,), (one_short,) = (finetune.encode([((t, long), 0)], tok, 16) for t in (long, short))
     assert len(both_long) == len(one_short) == 16
-    assert one_short[1:5] == [*tok.encode_ordinary(short), tok.sep_token_id]  # the short text is kept whole
-    assert both_long.count(tok.sep_token_id) == 2 and both_long.index(tok.sep_token_id) == 1 + 6  # halves of the room
+    # the short text is kept whole
+    assert one_short[1:5] == [*tok.encode_ordinary(short), tok.sep_token_id]
+    # halves of the room
+    assert both_long.count(tok.sep_token_id) == 2 and both_long.index(tok.sep_token_id) == 1 + 6
     (single,) = finetune.encode([((long,), 0)], tok, 16)
     assert single[0] == tok.cls_token_id and single[-1] == tok.sep_token_id and len(single) == 16
 
 
 def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
-    common = ['finetune.py', f'--init_from={ckpt}', '--max_train_samples=96', '--max_eval_samples=64', '--epochs=1',
-              '--batch_size=16', '--max_length=64', '--seeds=0,1', '--zero_shot_tokens=256', '--device=cpu']
+    common = ['finetune.py', f'--init_from={ckpt}', '--max_train_samples=96',
+              '--max_eval_samples=64', '--epochs=1', '--batch_size=16', '--max_length=64',
+              '--seeds=0,1', '--zero_shot_tokens=256', '--device=cpu']
     run_script(*common, f'--out={tmp_path / "pretrained.json"}')
     run_script(*common, '--from_scratch', f'--out={tmp_path / "scratch.json"}')
     run_script(*common, '--task=shakespeare_lines', '--probe', '--learning_rate=1e-4,1e-3',
                f'--out={tmp_path / "lines.json"}')
     lines = json.loads((tmp_path / 'lines.json').read_text())
-    assert lines['task'] == 'shakespeare_lines' and lines['probe'] and set(lines['grid']) == {'0.0001', '0.001'}
+    assert lines['task'] == 'shakespeare_lines' and lines['probe'] and \
+        set(lines['grid']) == {'0.0001', '0.001'}
     assert lines['value'] == max(lines['grid'].values()) and lines['learning_rate'] in (1e-4, 1e-3)
     for name in ('pretrained', 'scratch'):
         result = json.loads((tmp_path / f'{name}.json').read_text())
         assert result['task'] == 'shakespeare_works' and result['metric'] == 'accuracy'
         assert result['from_scratch'] == (name == 'scratch') and result['train_examples'] == 96
         assert len(result['per_seed']) == 2 and 0 <= result['value'] <= 1
-        assert result['value'] == pytest.approx(np.median([s['accuracy'] for s in result['per_seed']]))
+        assert result['value'] == \
+            pytest.approx(np.median([s['accuracy'] for s in result['per_seed']]))
         assert 0 < result['majority_baseline'] < 0.2
-        assert 0 <= result['zero_shot']['masked_accuracy'] <= 1 and result['zero_shot']['pseudo_log_likelihood'] < 0
+        assert 0 <= result['zero_shot']['masked_accuracy'] <= 1 and \
+            result['zero_shot']['pseudo_log_likelihood'] < 0
 
 
 def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
@@ -111,7 +125,8 @@ def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
 
 
 def test_glue_tasks_through_datasets(ckpt, monkeypatch):
-    """The GLUE table (fields, labels, metrics, MNLI's two validation sets) through a stand-in for datasets."""
+    """The GLUE table (fields, labels, metrics, MNLI's two validation sets) through a stand-in for
+    datasets."""
     rng = np.random.default_rng(0)
 
     def load_dataset(path, name):
@@ -120,16 +135,20 @@ def test_glue_tasks_through_datasets(ckpt, monkeypatch):
 
         def rows(n):
             return [{**{f: f'text {i} for {f}' for f in fields},
-                     'label': float(rng.random() * 5) if num_labels == 1 else int(rng.integers(num_labels))}
+                     'label': float(rng.random() * 5)
+                     if num_labels == 1 else int(rng.integers(num_labels))}
                     for i in range(n)]
         return {'train': rows(32), **{split: rows(16) for split in evals}}
 
     monkeypatch.setitem(sys.modules, 'datasets', types.SimpleNamespace(load_dataset=load_dataset))
-    args = [f'--init_from={ckpt}', '--epochs=1', '--batch_size=8', '--max_length=32', '--device=cpu']
+    args = [f'--init_from={ckpt}', '--epochs=1', '--batch_size=8',
+            '--max_length=32', '--device=cpu']
     mnli = finetune.main([*args, '--task=glue/mnli'])
-    assert mnli['metric'] == 'accuracy' and set(mnli['metrics']) == {'accuracy', 'accuracy_validation_mismatched'}
+    assert mnli['metric'] == 'accuracy' and \
+        set(mnli['metrics']) == {'accuracy', 'accuracy_validation_mismatched'}
     stsb = finetune.main([*args, '--task=glue/stsb'])
-    assert stsb['metric'] == 'spearman' and stsb['majority_baseline'] is None and -1 <= stsb['value'] <= 1
+    assert stsb['metric'] == 'spearman' and stsb['majority_baseline'] is None and \
+        -1 <= stsb['value'] <= 1
     assert finetune.main([*args, '--task=glue/mrpc'])['metrics'].keys() == {'f1', 'accuracy'}
     monkeypatch.setitem(sys.modules, 'datasets', None)  # not installed
     with pytest.raises(SystemExit, match='pip install datasets'):
@@ -137,13 +156,17 @@ def test_glue_tasks_through_datasets(ckpt, monkeypatch):
 
 
 REFUSALS = {
-    'unknown task': (['--task=squad'], "unknown task 'squad'; use shakespeare_works, shakespeare_lines, glue/"),
-    'bad learning rate': (['--learning_rate=1e-3,-1'], 'learning_rate=[0.001, -1]: give numbers > 0'),
+    'unknown task': (['--task=squad'],
+                     "unknown task 'squad'; use shakespeare_works, shakespeare_lines, glue/"),
+    'bad learning rate': (['--learning_rate=1e-3,-1'],
+                          'learning_rate=[0.001, -1]: give numbers > 0'),
     'unknown glue task': (['--task=glue/wnli'], "unknown GLUE task 'wnli'"),
     'no checkpoint': (['--init_from=nope.pt'], 'no checkpoint at nope.pt'),
-    'missing field': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/a.jsonl',
-                       '--text_fields=premise'], "record 1, has no field 'premise'"),
-    'unseen label': (['--task=files', '--train_file={tmp}/a.jsonl', '--validation_file={tmp}/b.jsonl'],
+    'missing field': (['--task=files', '--train_file={tmp}/a.jsonl',
+                       '--validation_file={tmp}/a.jsonl', '--text_fields=premise'],
+                      "record 1, has no field 'premise'"),
+    'unseen label': (['--task=files', '--train_file={tmp}/a.jsonl',
+                      '--validation_file={tmp}/b.jsonl'],
                      "has label 'maybe', which"),
     'not json': (['--task=files', '--train_file={tmp}/c.jsonl', '--validation_file={tmp}/a.jsonl'],
                  'cannot read'),
@@ -153,11 +176,13 @@ REFUSALS = {
 
 @pytest.mark.parametrize('case', REFUSALS)
 def test_bad_input_gets_one_line(case, ckpt, tmp_path):
-    (tmp_path / 'a.jsonl').write_text('{"text": "to be", "label": "yes"}\n{"text": "or not", "label": "no"}\n')
+    (tmp_path / 'a.jsonl').write_text('{"text": "to be", "label": "yes"}\n'
+                                      '{"text": "or not", "label": "no"}\n')
     (tmp_path / 'b.jsonl').write_text('{"text": "to be", "label": "maybe"}\n')
     (tmp_path / 'c.jsonl').write_text('{"text": "to be", "lab\n')
     args, message = REFUSALS[case]
-    stop = stop_in_process('finetune.py', f'--init_from={ckpt}', *[a.format(tmp=tmp_path) for a in args])
+    stop = stop_in_process('finetune.py', f'--init_from={ckpt}',
+                           *[a.format(tmp=tmp_path) for a in args])
     assert len(stop.splitlines()) == 1 and message in stop, stop
 
 
@@ -166,4 +191,5 @@ def test_a_model_without_a_tokenizer_is_refused(ckpt, tmp_path):
     bare = torch.load(ckpt, weights_only=True)
     del bare['tokenizer']
     torch.save(bare, tmp_path / 'bare.pt')
-    assert 'records no tokenizer' in stop_in_process('finetune.py', f'--init_from={tmp_path / "bare.pt"}')
+    assert 'records no tokenizer' in stop_in_process('finetune.py',
+                                                     f'--init_from={tmp_path / "bare.pt"}')

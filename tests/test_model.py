@@ -1,5 +1,6 @@
-"""model.py: exact parity with transformers' ModernBertForMaskedLM, the official NeoBERT layout and RoPE convention,
-sparse prediction, masks, config validation, optimizer groups and the FLOPs formula."""
+"""model.py: exact parity with transformers' ModernBertForMaskedLM, the official NeoBERT layout and
+RoPE convention, sparse prediction, masks, config validation, optimizer groups and the FLOPs
+formula."""
 
 import dataclasses
 import json
@@ -21,25 +22,31 @@ from optim import configure_optimizers
 TOL = 1e-5
 SPECIAL = dict(pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3)
 
-# Random-weight transformers configs: >= 4 layers (global and local layers both run), windows shorter than the
-# sequences, every bias flag on and off, non-default windows and thetas, both config.json styles.
+# Random-weight transformers configs: >= 4 layers (global and local layers both run), windows
+# shorter than the sequences, every bias flag on and off, non-default windows and thetas, both
+# config.json styles.
 HF_CONFIGS = {
-    'all_biases_4.48_style': dict(vocab_size=211, hidden_size=48, intermediate_size=40, num_hidden_layers=5,
-                                  num_attention_heads=4, local_attention=8, global_attn_every_n_layers=2,
-                                  global_rope_theta=5000.0, local_rope_theta=77.0, norm_bias=True,
-                                  attention_bias=True, mlp_bias=True, classifier_bias=True, decoder_bias=True),
-    'no_biases_untied': dict(vocab_size=150, hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                             num_attention_heads=2, local_attention=16, global_attn_every_n_layers=3,
-                             global_rope_theta=10000.0, local_rope_theta=500.0, norm_bias=False,
-                             attention_bias=False, mlp_bias=False, classifier_bias=False, decoder_bias=False,
+    'all_biases_4.48_style': dict(vocab_size=211, hidden_size=48, intermediate_size=40,
+                                  num_hidden_layers=5, num_attention_heads=4, local_attention=8,
+                                  global_attn_every_n_layers=2, global_rope_theta=5000.0,
+                                  local_rope_theta=77.0, norm_bias=True, attention_bias=True,
+                                  mlp_bias=True, classifier_bias=True, decoder_bias=True),
+    'no_biases_untied': dict(vocab_size=150, hidden_size=32, intermediate_size=64,
+                             num_hidden_layers=4, num_attention_heads=2, local_attention=16,
+                             global_attn_every_n_layers=3, global_rope_theta=10000.0,
+                             local_rope_theta=500.0, norm_bias=False, attention_bias=False,
+                             mlp_bias=False, classifier_bias=False, decoder_bias=False,
                              tie_word_embeddings=False),
-    'mixed_biases_eps': dict(vocab_size=300, hidden_size=64, intermediate_size=48, num_hidden_layers=6,
-                             num_attention_heads=8, local_attention=6, global_attn_every_n_layers=3,
-                             global_rope_theta=1234.0, local_rope_theta=321.0, norm_eps=1e-6, norm_bias=True,
-                             attention_bias=False, mlp_bias=True, classifier_bias=False, decoder_bias=True),
-    'default_thetas_every4': dict(vocab_size=97, hidden_size=32, intermediate_size=56, num_hidden_layers=5,
-                                  num_attention_heads=4, local_attention=10, global_attn_every_n_layers=4,
-                                  norm_bias=False, attention_bias=True, mlp_bias=False, classifier_bias=True,
+    'mixed_biases_eps': dict(vocab_size=300, hidden_size=64, intermediate_size=48,
+                             num_hidden_layers=6, num_attention_heads=8, local_attention=6,
+                             global_attn_every_n_layers=3, global_rope_theta=1234.0,
+                             local_rope_theta=321.0, norm_eps=1e-6, norm_bias=True,
+                             attention_bias=False, mlp_bias=True, classifier_bias=False,
+                             decoder_bias=True),
+    'default_thetas_every4': dict(vocab_size=97, hidden_size=32, intermediate_size=56,
+                                  num_hidden_layers=5, num_attention_heads=4, local_attention=10,
+                                  global_attn_every_n_layers=4, norm_bias=False,
+                                  attention_bias=True, mlp_bias=False, classifier_bias=True,
                                   decoder_bias=True),
 }
 
@@ -53,7 +60,8 @@ def perturb(module: torch.nn.Module, scale: float = 0.1, seed: int = 0) -> None:
 
 
 def padded_batch(vocab_size: int, lengths: list[int], seq_len: int, seed: int = 0):
-    """ids (pads = 0) and attention mask; short rows make padded queries whose window holds only padding."""
+    """ids (pads = 0) and attention mask; short rows make padded queries whose window holds
+    only padding."""
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(4, vocab_size, (len(lengths), seq_len), generator=g)
     mask = (torch.arange(seq_len)[None, :] < torch.tensor(lengths)[:, None]).long()
@@ -68,7 +76,8 @@ def random_labels(ids, mask, rate=0.3, seed=1):
 
 def hf_folder(tmp_path, name: str) -> str:
     torch.manual_seed(0)
-    hf = ModernBertForMaskedLM(ModernBertConfig(**HF_CONFIGS[name], **SPECIAL, bos_token_id=1, eos_token_id=2))
+    hf = ModernBertForMaskedLM(ModernBertConfig(**HF_CONFIGS[name], **SPECIAL,
+                                                bos_token_id=1, eos_token_id=2))
     perturb(hf)
     folder = str(tmp_path / name)
     hf.save_pretrained(folder)
@@ -98,11 +107,13 @@ def test_parity_with_transformers(tmp_path, monkeypatch, name):
     ids, mask = padded_batch(cfg['vocab_size'], [40, 29, 6], seq_len=40)
     labels = random_labels(ids, mask)
     real = mask.bool()
-    # local layers: by blocks (40 tokens span at least 2 windows in every config) and with the dense [T, T] mask
+    # local layers: by blocks (40 tokens span at least 2 windows in every config) and with the
+    # dense [T, T] mask
     outputs = {}
     for path, windows in (('banded', attention_module.BAND_FROM_WINDOWS), ('dense', 10**6)):
         monkeypatch.setattr(attention_module, 'BAND_FROM_WINDOWS', windows)
-        blocks = len(attention_masks(mask, 40, cfg['local_attention'] // 2, {'local'}, 'cpu')['local'].spans)
+        blocks = len(attention_masks(mask, 40, cfg['local_attention'] // 2,
+                                     {'local'}, 'cpu')['local'].spans)
         assert (blocks > 1) == (path == 'banded')
         with torch.no_grad():
             outputs[path] = ours(ids, mask)[0], *ours(ids, mask, labels)
@@ -126,42 +137,47 @@ def test_parity_with_transformers(tmp_path, monkeypatch, name):
 
 @pytest.mark.parametrize('vocab_size', [30522, 1000])
 def test_hf_folders_as_transformers_saves_them(tmp_path, vocab_size):
-    """ModernBertConfig has no mask_token_id, so no saved config.json holds one; community ModernBERTs have other
-    vocabularies (BERT's 30,522 WordPiece) where ModernBERT's default ids do not exist. [MASK] comes from the
-    folder's tokenizer, or stays unset without one, and the logits are transformers'."""
+    """ModernBertConfig has no mask_token_id, so no saved config.json holds one; community
+    ModernBERTs have other vocabularies (BERT's 30,522 WordPiece) where ModernBERT's default ids do
+    not exist. [MASK] comes from the folder's tokenizer, or stays unset without one, and the logits
+    are transformers'."""
     from tokenizers import Tokenizer
     from tokenizers.models import WordPiece
     from transformers import BertTokenizerFast
     cls_id, sep_id = (101, 102) if vocab_size == 30522 else (1, 2)
     torch.manual_seed(0)
     hf = ModernBertForMaskedLM(ModernBertConfig(
-        vocab_size=vocab_size, hidden_size=32, intermediate_size=48, num_hidden_layers=4, num_attention_heads=2,
-        local_attention=8, global_attn_every_n_layers=2, pad_token_id=0, cls_token_id=cls_id, sep_token_id=sep_id,
-        bos_token_id=cls_id, eos_token_id=sep_id))
+        vocab_size=vocab_size, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
+        num_attention_heads=2, local_attention=8, global_attn_every_n_layers=2, pad_token_id=0,
+        cls_token_id=cls_id, sep_token_id=sep_id, bos_token_id=cls_id, eos_token_id=sep_id))
     perturb(hf)
     folder = tmp_path / 'hf'
     hf.save_pretrained(str(folder))
     assert 'mask_token_id' not in json.loads((folder / 'config.json').read_text())
-    if vocab_size == 30522:  # BERT's layout: [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103
+    # BERT's layout: [PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103
+    if vocab_size == 30522:
         words = ['[PAD]', *(f'[unused{i}]' for i in range(99)), '[UNK]', '[CLS]', '[SEP]', '[MASK]']
         vocab = {w: i for i, w in enumerate(words + [f'w{i}' for i in range(vocab_size - 104)])}
-        BertTokenizerFast(tokenizer_object=Tokenizer(WordPiece(vocab, unk_token='[UNK]')), unk_token='[UNK]',
-                          cls_token='[CLS]', sep_token='[SEP]', pad_token='[PAD]',
-                          mask_token='[MASK]').save_pretrained(str(folder))
+        BertTokenizerFast(tokenizer_object=Tokenizer(WordPiece(vocab, unk_token='[UNK]')),
+                          unk_token='[UNK]', cls_token='[CLS]', sep_token='[SEP]',
+                          pad_token='[PAD]', mask_token='[MASK]').save_pretrained(str(folder))
     ours = load_pretrained(str(folder)).eval()
     assert ours.config.mask_token_id == (103 if vocab_size == 30522 else None)
-    assert (ours.config.pad_token_id, ours.config.cls_token_id, ours.config.sep_token_id) == (0, cls_id, sep_id)
+    assert (ours.config.pad_token_id, ours.config.cls_token_id, ours.config.sep_token_id) == \
+        (0, cls_id, sep_id)
     ids, mask = padded_batch(vocab_size, [40, 23], seq_len=40)
     with torch.no_grad():
-        diff = (hf.eval()(input_ids=ids, attention_mask=mask).logits - ours(ids, mask)[0]).abs()[mask.bool()].max()
+        diff = (hf.eval()(input_ids=ids, attention_mask=mask).logits
+                - ours(ids, mask)[0]).abs()[mask.bool()].max()
     assert diff <= TOL
 
 
 @pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_sparse_equals_dense(arch):
-    # with labels, only the predicted rows go through the head, and through the last layer past its attention: the
-    # logits, the loss and every gradient are still the dense forward's at those rows (the last layer is a local
-    # one in the ModernBERT model here, a global one in the NeoBERT model)
+    # with labels, only the predicted rows go through the head, and through the last layer past its
+    # attention: the logits, the loss and every gradient are still the dense forward's at those rows
+    # (the last layer is a local one in the ModernBERT model here, a global one in the NeoBERT
+    # model)
     m = small_encoder(arch).train()
     ids, mask = padded_batch(120, [33, 20], seq_len=33)
     labels = random_labels(ids, mask)
@@ -179,7 +195,8 @@ def test_sparse_equals_dense(arch):
     assert sparse.shape == (int(keep.sum()), 120) and rows_seen == [(int(keep.sum()),)]
     assert torch.allclose(sparse, dense[keep], atol=TOL)
     assert abs(dense_loss.item() - loss.item()) <= TOL
-    assert all(torch.allclose(a, b, atol=TOL) for a, b in zip(dense_grads, torch.autograd.grad(loss, params)))
+    assert all(torch.allclose(a, b, atol=TOL)
+               for a, b in zip(dense_grads, torch.autograd.grad(loss, params)))
     h = m(ids, mask, labels, return_hidden=True)[2]
     assert torch.allclose(h, m.encode(ids, mask)[keep], atol=TOL)
 
@@ -187,20 +204,24 @@ def test_sparse_equals_dense(arch):
 def small_encoder(arch: str, seed: int = 0) -> Encoder:
     torch.manual_seed(seed)
     layers = dict(global_attn_every_n_layers=2) if arch == 'modernbert' else {}
-    m = Encoder(EncoderConfig(arch=arch, vocab_size=120, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
-                              num_attention_heads=4, local_attention=8, **layers, **SPECIAL)).eval()
+    m = Encoder(EncoderConfig(arch=arch, vocab_size=120, hidden_size=32, intermediate_size=48,
+                              num_hidden_layers=4, num_attention_heads=4, local_attention=8,
+                              **layers, **SPECIAL)).eval()
     perturb(m)
     return m
 
 
 @pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_documents_attend_only_within_themselves(arch):
-    # RoPE scores depend only on the distance between tokens, so a document packed with others and kept to itself
-    # by document_ids gives the logits it gives alone: an independent check of the masks, on both paths
+    # RoPE scores depend only on the distance between tokens, so a document packed with others and
+    # kept to itself by document_ids gives the logits it gives alone: an independent check of the
+    # masks, on both paths
     m = small_encoder(arch)
     ids, mask = padded_batch(120, [37, 30], seq_len=37)
-    cuts = [(0, 11, 30), (0, 20, 30)]  # row r: documents [0, a), [a, b), then a third one or padding
-    document_ids = torch.stack([(torch.arange(37) >= a).long() + (torch.arange(37) >= b).long() for _, a, b in cuts])
+    # row r: documents [0, a), [a, b), then a third one or padding
+    cuts = [(0, 11, 30), (0, 20, 30)]
+    document_ids = torch.stack([(torch.arange(37) >= a).long() + (torch.arange(37) >= b).long()
+                                for _, a, b in cuts])
     for impl in ('sdpa', 'flex'):
         m.config.attn_implementation = impl
         with torch.no_grad():
@@ -210,13 +231,15 @@ def test_documents_attend_only_within_themselves(arch):
                 for lo, hi in ((start, a), (a, b)):
                     alone = m(ids[r:r + 1, lo:hi])[0][0]
                     assert (packed[r, lo:hi] - alone).abs().max().item() <= TOL, (impl, r, lo, hi)
-        assert (packed - unpacked)[mask.bool()].abs().max().item() > 1e-3  # the documents did change something
+        # the documents did change something
+        assert (packed - unpacked)[mask.bool()].abs().max().item() > 1e-3
 
 
 @pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_changing_one_document_leaves_the_others_unchanged(arch):
-    # what document packing relies on: no token sees another document, with padding in the batch too. RoPE scores
-    # depend only on distances, so positions need not restart at each document for it to hold.
+    # what document packing relies on: no token sees another document, with padding in the batch
+    # too. RoPE scores depend only on distances, so positions need not restart at each document for
+    # it to hold.
     m = small_encoder(arch)
     ids, mask = padded_batch(120, [37, 30], seq_len=37)
     document_ids = ((torch.arange(37) >= 9).long() + (torch.arange(37) >= 21).long()).expand(2, 37)
@@ -225,7 +248,8 @@ def test_changing_one_document_leaves_the_others_unchanged(arch):
     for impl in ('sdpa', 'flex'):
         m.config.attn_implementation = impl
         with torch.no_grad():
-            before, after = m(ids, mask, document_ids=document_ids)[0], m(changed, mask, document_ids=document_ids)[0]
+            before, after = m(ids, mask, document_ids=document_ids)[0], \
+                m(changed, mask, document_ids=document_ids)[0]
         others = (document_ids != 1) & mask.bool()
         assert (before - after)[others].abs().max().item() <= TOL, impl
         assert (before - after)[document_ids == 1].abs().max().item() > 1e-3, impl
@@ -233,12 +257,14 @@ def test_changing_one_document_leaves_the_others_unchanged(arch):
 
 def test_flex_masks_cache_the_unpadded_window_and_rebuild_the_rest():
     window = flex_masks(None, 64, 4, {'global', 'local'}, 'cpu')
-    assert window['global'] is None  # nothing to mask: global layers stay on SDPA's unmasked kernels
+    # nothing to mask: global layers stay on SDPA's unmasked kernels
+    assert window['global'] is None
     assert flex_masks(None, 64, 4, {'local'}, 'cpu')['local'] is window['local']
     padding = torch.ones(2, 64, dtype=torch.long)
     padded = flex_masks(padding, 64, 4, {'global', 'local'}, 'cpu')
     assert padded['global'] is not None and padded['local'] is not window['local']
-    dense = padded['local'].to_dense()  # [B, H, query blocks, key blocks]: 64 tokens fit one 128-token block
+    # [B, H, query blocks, key blocks]: 64 tokens fit one 128-token block
+    dense = padded['local'].to_dense()
     assert dense.shape == (2, 1, 1, 1)
 
 
@@ -257,36 +283,43 @@ def test_static_sparse_head_same_loss_and_gradients_one_graph(arch):
         loss.backward()
         grads[rows] = loss.detach(), logits.detach(), [p.grad.clone() for p in m.parameters()]
     (loss, logits, g), (static_loss, static_logits, static_g) = grads[None], grads[capacity]
-    assert static_logits.shape == (capacity, 120) and torch.allclose(static_logits[:n], logits, atol=TOL)
+    assert static_logits.shape == (capacity, 120) and \
+        torch.allclose(static_logits[:n], logits, atol=TOL)
     assert abs(static_loss.item() - loss.item()) <= TOL
     assert all(torch.allclose(a, b, atol=TOL) for a, b in zip(g, static_g))
-    # with the capacity the training forward is one graph with no break (no data-dependent shape, no host sync),
-    # FlexAttention's BlockMask built inside it (traced without gradients: flex has no backward on the CPU)
+    # with the capacity the training forward is one graph with no break (no data-dependent shape, no
+    # host sync), FlexAttention's BlockMask built inside it (traced without gradients: flex has no
+    # backward on the CPU)
     for impl in ('sdpa', 'flex'):
         m.config.attn_implementation = impl
         torch._dynamo.reset()
         with torch.set_grad_enabled(impl == 'sdpa'):
             explained = torch._dynamo.explain(m)(ids, labels=labels, max_predictions=capacity)
-        assert (explained.graph_count, explained.graph_break_count) == (1, 0), (impl, explained.break_reasons)
+        assert (explained.graph_count, explained.graph_break_count) == (1, 0), \
+            (impl, explained.break_reasons)
     m.config.attn_implementation = 'sdpa'
     torch._dynamo.reset()
-    assert torch._dynamo.explain(m)(ids, labels=labels).graph_break_count > 0  # what the capacity avoids
+    # what the capacity avoids
+    assert torch._dynamo.explain(m)(ids, labels=labels).graph_break_count > 0
 
 
 def test_rope_tables_are_computed_once_not_inside_the_compiled_step():
-    """The compiled training step (forward and backward) reads RoPE's cos/sin tables: its generated kernels compute
-    no sine or cosine. set_rope_theta (the context-extension operation) gives the model a fresh one's tables."""
+    """The compiled training step (forward and backward) reads RoPE's cos/sin tables: its generated
+    kernels compute no sine or cosine. set_rope_theta (the context-extension operation) gives the
+    model a fresh one's tables."""
     from torch._inductor.utils import run_and_get_code
     torch.manual_seed(0)
-    m = Encoder(EncoderConfig(vocab_size=120, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                              num_attention_heads=4, local_attention=8, global_attn_every_n_layers=2, **SPECIAL))
+    m = Encoder(EncoderConfig(vocab_size=120, hidden_size=32, intermediate_size=48,
+                              num_hidden_layers=2, num_attention_heads=4, local_attention=8,
+                              global_attn_every_n_layers=2, **SPECIAL))
     ids, mask = padded_batch(120, [64, 64], seq_len=64)
     labels = random_labels(ids, mask)
     compiled = torch.compile(m)
     torch._dynamo.reset()
 
     def step():
-        compiled(ids, labels=labels, max_predictions=prediction_capacity(ids.numel(), 0.3))[1].backward()
+        compiled(ids, labels=labels,
+                 max_predictions=prediction_capacity(ids.numel(), 0.3))[1].backward()
 
     code = '\n'.join(run_and_get_code(step)[1])
     assert 'def call(' in code  # the forward and backward graphs' code
@@ -300,7 +333,8 @@ def test_rope_tables_are_computed_once_not_inside_the_compiled_step():
 
 
 def test_prediction_capacity_covers_the_binomial_count():
-    assert prediction_capacity(64 * 1024, 0.3) == 20544  # mean 19,661 + 7 sd of 117 = 20,482, up to 64s
+    # mean 19,661 + 7 sd of 117 = 20,482, up to 64s
+    assert prediction_capacity(64 * 1024, 0.3) == 20544
     assert prediction_capacity(100, 0.99) == 100  # never more rows than tokens
     counts = (torch.rand(2000, 4096, generator=torch.Generator().manual_seed(0)) < 0.3).sum(-1)
     assert counts.max().item() <= prediction_capacity(4096, 0.3) - 64
@@ -310,8 +344,9 @@ def test_prediction_capacity_covers_the_binomial_count():
 def test_round_trip_through_transformers(tmp_path, tied):
     torch.manual_seed(0)
     cfg = EncoderConfig(vocab_size=130, hidden_size=48, intermediate_size=32, num_hidden_layers=4,
-                        num_attention_heads=4, local_attention=6, global_rope_theta=999.0, local_rope_theta=55.0,
-                        norm_bias=True, attention_bias=True, tie_word_embeddings=tied, **SPECIAL)
+                        num_attention_heads=4, local_attention=6, global_rope_theta=999.0,
+                        local_rope_theta=55.0, norm_bias=True, attention_bias=True,
+                        tie_word_embeddings=tied, **SPECIAL)
     ours = Encoder(cfg).eval()
     perturb(ours)
     save_pretrained(ours, str(tmp_path / 'hf'))
@@ -333,7 +368,8 @@ def test_modernbert_base_layout_matches_transformers():
     with torch.device('meta'):
         ours = Encoder(EncoderConfig())
         hf = ModernBertForMaskedLM(ModernBertConfig())
-    assert {k: v.shape for k, v in ours.state_dict().items()} == {k: v.shape for k, v in hf.state_dict().items()}
+    assert {k: v.shape for k, v in ours.state_dict().items()} == \
+        {k: v.shape for k, v in hf.state_dict().items()}
     assert 'model.layers.0.attn_norm.weight' not in ours.state_dict()
     assert ours.get_num_params() == 149_655_232  # ModernBERT-base, 149.7M
     assert config_from_hf(ModernBertConfig().to_dict()) == EncoderConfig()
@@ -344,22 +380,24 @@ def test_neobert_official_layout():
     with torch.device('meta'):
         m = Encoder(cfg)
     V, H, F_ = 30522, 768, 2048
-    expected = {'model.encoder.weight': (V, H), 'model.layer_norm.weight': (H,), 'decoder.weight': (V, H),
-                'decoder.bias': (V,)}
+    expected = {'model.encoder.weight': (V, H), 'model.layer_norm.weight': (H,),
+                'decoder.weight': (V, H), 'decoder.bias': (V,)}
     for i in range(28):
         p = f'model.transformer_encoder.{i}.'
-        expected.update({p + 'qkv.weight': (3 * H, H), p + 'wo.weight': (H, H), p + 'ffn.w12.weight': (2 * F_, H),
-                         p + 'ffn.w3.weight': (H, F_), p + 'attention_norm.weight': (H,),
-                         p + 'ffn_norm.weight': (H,)})
+        expected.update({p + 'qkv.weight': (3 * H, H), p + 'wo.weight': (H, H),
+                         p + 'ffn.w12.weight': (2 * F_, H), p + 'ffn.w3.weight': (H, F_),
+                         p + 'attention_norm.weight': (H,), p + 'ffn_norm.weight': (H,)})
     assert {k: tuple(v.shape) for k, v in m.state_dict().items()} == expected
     assert m.decoder.weight is not m.model.encoder.weight
-    assert (cfg.pad_token_id, cfg.cls_token_id, cfg.sep_token_id, cfg.mask_token_id) == (0, 101, 102, 103)
+    assert (cfg.pad_token_id, cfg.cls_token_id, cfg.sep_token_id, cfg.mask_token_id) == \
+        (0, 101, 102, 103)
     assert round(m.get_num_params() / 1e6) == 245
 
 
 def official_neobert_logits(state: dict, cfg: EncoderConfig, ids, pad_mask):
-    """NeoBERT forward written after the official chandar-lab code: per-head [q k v] rows, RoPE as complex
-    multiplication of adjacent pairs (2i, 2i+1), additive -inf padding mask, RMSNorm in fp32, packed SwiGLU."""
+    """NeoBERT forward written after the official chandar-lab code: per-head [q k v] rows, RoPE as
+    complex multiplication of adjacent pairs (2i, 2i+1), additive -inf padding mask, RMSNorm in
+    fp32, packed SwiGLU."""
     B, T = ids.shape
     nh, D = cfg.num_attention_heads, cfg.head_dim
     freqs = 1.0 / (cfg.global_rope_theta ** (torch.arange(0, D, 2)[: D // 2].float() / D))
@@ -367,10 +405,12 @@ def official_neobert_logits(state: dict, cfg: EncoderConfig, ids, pad_mask):
     freqs_cis = torch.polar(torch.ones_like(angles), angles)[None, :, None, :]
 
     def rms(x, w):
-        return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + cfg.norm_eps)).type_as(x) * w
+        return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True)
+                                        + cfg.norm_eps)).type_as(x) * w
 
     def rope(x):
-        return torch.view_as_real(torch.view_as_complex(x.float().reshape(B, T, nh, -1, 2)) * freqs_cis).flatten(3)
+        return torch.view_as_real(torch.view_as_complex(x.float().reshape(B, T, nh, -1, 2))
+                                  * freqs_cis).flatten(3)
 
     bias = torch.where(pad_mask == 0, float('-inf'), 0.0)[:, None, None, :]
     x = F.embedding(ids, state['model.encoder.weight'])
@@ -379,9 +419,11 @@ def official_neobert_logits(state: dict, cfg: EncoderConfig, ids, pad_mask):
         h = rms(x, state[p + 'attention_norm.weight'])
         xq, xk, xv = (h @ state[p + 'qkv.weight'].T).view(B, T, nh, 3 * D).chunk(3, dim=-1)
         xq, xk = rope(xq), rope(xk)
-        att = F.scaled_dot_product_attention(xq.transpose(1, 2), xk.transpose(1, 2), xv.transpose(1, 2), bias)
+        att = F.scaled_dot_product_attention(xq.transpose(1, 2), xk.transpose(1, 2),
+                                             xv.transpose(1, 2), bias)
         x = x + att.transpose(1, 2).reshape(B, T, -1) @ state[p + 'wo.weight'].T
-        x1, x2 = (rms(x, state[p + 'ffn_norm.weight']) @ state[p + 'ffn.w12.weight'].T).chunk(2, dim=-1)
+        x1, x2 = (rms(x, state[p + 'ffn_norm.weight'])
+                  @ state[p + 'ffn.w12.weight'].T).chunk(2, dim=-1)
         x = x + (F.silu(x1) * x2) @ state[p + 'ffn.w3.weight'].T
     x = rms(x, state['model.layer_norm.weight'])
     return x @ state['decoder.weight'].T + state['decoder.bias']
@@ -389,8 +431,9 @@ def official_neobert_logits(state: dict, cfg: EncoderConfig, ids, pad_mask):
 
 def small_neobert(**kw) -> Encoder:
     torch.manual_seed(0)
-    cfg = dict(arch='neobert', vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
-               num_attention_heads=4, global_rope_theta=10000.0, max_position_embeddings=64, **SPECIAL)
+    cfg = dict(arch='neobert', vocab_size=160, hidden_size=64, intermediate_size=96,
+               num_hidden_layers=4, num_attention_heads=4, global_rope_theta=10000.0,
+               max_position_embeddings=64, **SPECIAL)
     m = Encoder(EncoderConfig(**{**cfg, **kw})).eval()
     perturb(m, scale=0.05)
     return m
@@ -408,11 +451,13 @@ def test_neobert_matches_official_convention(monkeypatch):
     assert (ref - ours).abs()[real].max().item() <= TOL
     assert torch.equal(ours, again) and torch.isfinite(ours).all()
 
-    # The reference's recipe: the same weights with q/k rows permuted inside each head (new i = old 2i,
-    # new D/2 + i = old 2i + 1) under plain half-rotation RoPE give the interleaved-RoPE outputs.
+    # The reference's recipe: the same weights with q/k rows permuted inside each head (new i = old
+    # 2i, new D/2 + i = old 2i + 1) under plain half-rotation RoPE give the interleaved-RoPE
+    # outputs.
     D, nh = m.config.head_dim, m.config.num_attention_heads
     perm = torch.cat([torch.arange(0, D, 2), torch.arange(1, D, 2)])
-    rows = torch.cat([torch.cat([h * 3 * D + perm, h * 3 * D + D + perm, h * 3 * D + 2 * D + torch.arange(D)])
+    rows = torch.cat([torch.cat([h * 3 * D + perm, h * 3 * D + D + perm,
+                                 h * 3 * D + 2 * D + torch.arange(D)])
                       for h in range(nh)])
     half = small_neobert()
     with torch.no_grad():
@@ -427,9 +472,9 @@ def test_neobert_matches_official_convention(monkeypatch):
 @pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_gradients_reach_every_parameter(arch):
     torch.manual_seed(0)
-    m = Encoder(EncoderConfig(arch=arch, vocab_size=90, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
-                              num_attention_heads=4, local_attention=8, attention_bias=True, mlp_bias=True,
-                              **SPECIAL))
+    m = Encoder(EncoderConfig(arch=arch, vocab_size=90, hidden_size=32, intermediate_size=48,
+                              num_hidden_layers=4, num_attention_heads=4, local_attention=8,
+                              attention_bias=True, mlp_bias=True, **SPECIAL))
     ids, mask = padded_batch(90, [30, 18], seq_len=30)
     _, loss = m(ids, mask, random_labels(ids, mask, rate=0.5))
     loss.backward()
@@ -440,8 +485,9 @@ def test_gradients_reach_every_parameter(arch):
 @pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
 def test_no_nan_with_padding_and_fully_padded_row(arch):
     torch.manual_seed(0)
-    m = Encoder(EncoderConfig(arch=arch, vocab_size=90, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
-                              num_attention_heads=2, local_attention=4, global_attn_every_n_layers=2, **SPECIAL))
+    m = Encoder(EncoderConfig(arch=arch, vocab_size=90, hidden_size=32, intermediate_size=48,
+                              num_hidden_layers=4, num_attention_heads=2, local_attention=4,
+                              global_attn_every_n_layers=2, **SPECIAL))
     ids, mask = padded_batch(90, [40, 3, 0], seq_len=40)  # a short row and a fully padded one
     labels = random_labels(ids, mask, rate=0.5)
     logits, _ = m(ids, mask)
@@ -455,9 +501,11 @@ def test_no_nan_with_padding_and_fully_padded_row(arch):
 
 
 def test_masks_window_padding_and_no_empty_row(monkeypatch):
-    # SDPA on this CPU returns zeros for a row with no visible key, other kernels give NaN: no row may be empty.
+    # SDPA on this CPU returns zeros for a row with no visible key, other kernels give NaN: no row
+    # may be empty.
     mask = torch.tensor([[1] * 10, [1, 1] + [0] * 8, [0] * 10])
-    monkeypatch.setattr(attention_module, 'BAND_FROM_WINDOWS', 10**6)  # one block: the dense [T, T] window
+    # one block: the dense [T, T] window
+    monkeypatch.setattr(attention_module, 'BAND_FROM_WINDOWS', 10**6)
     masks = attention_masks(mask, 10, 2, {'global', 'local'}, 'cpu')
     assert masks['local'].spans == [(0, 10, 0, 10)]
     for m in (masks['global'], masks['local'].masks[0]):
@@ -465,29 +513,36 @@ def test_masks_window_padding_and_no_empty_row(monkeypatch):
     local = masks['local'].masks[0].expand(3, 1, 10, 10)
     dist = (torch.arange(10)[:, None] - torch.arange(10)[None, :]).abs()
     assert torch.equal(local[0, 0], dist <= 2)  # |i - j| <= local_attention // 2
-    assert not local[1, 0, :2, 2:].any() and not masks['global'][1, 0, 0, 2:].any()  # real tokens never see pads
-    assert attention_masks(None, 10, 2, {'global'}, 'cpu') == {'global': None}  # no mask: SDPA's fast path
+    # real tokens never see pads
+    assert not local[1, 0, :2, 2:].any() and not masks['global'][1, 0, 0, 2:].any()
+    # no mask: SDPA's fast path
+    assert attention_masks(None, 10, 2, {'global'}, 'cpu') == {'global': None}
 
-    # by blocks: each block's mask is its part of the dense mask, and the keys outside its span are all masked
+    # by blocks: each block's mask is its part of the dense mask, and the keys outside its span
+    # are all masked
     monkeypatch.setattr(attention_module, 'BAND_FROM_WINDOWS', 2)
     for padding in (mask, None):
         band = attention_masks(padding, 10, 2, {'local'}, 'cpu')['local']
         dense = local if padding is not None else (dist <= 2).expand(3, 1, 10, 10)
         assert [span[:2] for span in band.spans] == [(0, 4), (4, 8), (8, 10)]
         for (start, stop, lo, hi), m in zip(band.spans, band.masks):
-            assert torch.equal(m.expand(3, 1, stop - start, hi - lo), dense[:, :, start:stop, lo:hi])
+            assert torch.equal(m.expand(3, 1, stop - start, hi - lo),
+                               dense[:, :, start:stop, lo:hi])
             assert not dense[:, :, start:stop, :lo].any() and not dense[:, :, start:stop, hi:].any()
 
 
 def test_config_defaults_and_round_trip():
     base = EncoderConfig()
-    assert (base.vocab_size, base.hidden_size, base.num_hidden_layers, base.intermediate_size) == (50368, 768, 22, 1152)
-    assert (base.global_rope_theta, base.local_rope_theta, base.global_attn_every_n_layers) == (160000.0, 10000.0, 3)
+    assert (base.vocab_size, base.hidden_size, base.num_hidden_layers, base.intermediate_size) == \
+        (50368, 768, 22, 1152)
+    assert (base.global_rope_theta, base.local_rope_theta, base.global_attn_every_n_layers) == \
+        (160000.0, 10000.0, 3)
     neo = EncoderConfig(arch='neobert')
-    assert (neo.vocab_size, neo.num_hidden_layers, neo.tie_word_embeddings, neo.global_rope_theta) == \
-        (30522, 28, False, 10000.0)
+    assert (neo.vocab_size, neo.num_hidden_layers, neo.tie_word_embeddings,
+            neo.global_rope_theta) == (30522, 28, False, 10000.0)
     custom = EncoderConfig(vocab_size=64, hidden_size=32, num_attention_heads=2, local_attention=10,
-                           global_rope_theta=123.0, attention_bias=True, tie_word_embeddings=False, **SPECIAL)
+                           global_rope_theta=123.0, attention_bias=True,
+                           tie_word_embeddings=False, **SPECIAL)
     for cfg in (base, neo, custom):
         assert EncoderConfig(**dataclasses.asdict(cfg)) == cfg
     assert config_from_hf(config_to_hf(custom)) == custom
@@ -506,7 +561,8 @@ def test_config_defaults_and_round_trip():
     (dict(global_rope_theta=0.0), 'global_rope_theta'),
     (dict(arch='neobert', norm_bias=True), 'norm_bias'),
     (dict(attn_implementation='flash'), 'attn_implementation'),
-    (dict(attn_implementation='flex', attention_dropout=0.1), 'FlexAttention has no attention dropout'),
+    (dict(attn_implementation='flex', attention_dropout=0.1),
+     'FlexAttention has no attention dropout'),
 ])
 def test_invalid_configs(bad, word):
     with pytest.raises(ValueError, match=word):
@@ -517,7 +573,8 @@ def test_invalid_configs(bad, word):
     (dict(model_type='bert'), 'model_type'),
     (dict(hidden_activation='silu'), 'hidden_activation'),
     (dict(layer_types=['sliding_attention', 'full_attention'], num_hidden_layers=2), 'layer_types'),
-    (dict(rope_parameters={'full_attention': {'rope_type': 'yarn', 'rope_theta': 1.0}}), 'rope_type'),
+    (dict(rope_parameters={'full_attention': {'rope_type': 'yarn', 'rope_theta': 1.0}}),
+     'rope_type'),
 ])
 def test_invalid_hf_configs(change, word):
     with pytest.raises(ValueError, match=word):
@@ -526,10 +583,12 @@ def test_invalid_hf_configs(change, word):
 
 def test_neobert_folders_round_trip_and_other_model_types_are_refused(tmp_path):
     neobert = small_neobert()
-    save_pretrained(neobert, str(tmp_path / 'neo'))  # the official layout (export_hf.py tests it with remote code)
+    # the official layout (export_hf.py tests it with remote code)
+    save_pretrained(neobert, str(tmp_path / 'neo'))
     ids, mask = padded_batch(160, [30, 17], seq_len=30)
     with torch.no_grad():
-        assert torch.equal(load_pretrained(str(tmp_path / 'neo')).eval()(ids, mask)[0], neobert(ids, mask)[0])
+        assert torch.equal(load_pretrained(str(tmp_path / 'neo')).eval()(ids, mask)[0],
+                           neobert(ids, mask)[0])
     (tmp_path / 'bert').mkdir()
     (tmp_path / 'bert' / 'config.json').write_text(json.dumps({'model_type': 'bert'}))
     with pytest.raises(ValueError, match='model_type'):
@@ -555,11 +614,13 @@ def test_configure_optimizers_groups():
 
 
 def test_estimate_mfu_matches_reference_figure():
-    # Reference section 6: the small model (H 384, L 12, I 768, V 50,368) at T = 1024 costs about 165 MFLOP per
-    # token with 30% sparse prediction and about 247 with a dense head.
+    # Reference section 6: the small model (H 384, L 12, I 768, V 50,368) at T = 1024 costs about
+    # 165 MFLOP per token with 30% sparse prediction and about 247 with a dense head.
     with torch.device('meta'):
-        m = Encoder(EncoderConfig(hidden_size=384, num_hidden_layers=12, intermediate_size=768, num_attention_heads=6))
-    per_token = m.estimate_mfu(tokens_per_iter=1000, predicted_per_iter=300, dt=1.0, peak_flops=1000.0, seq_len=1024)
+        m = Encoder(EncoderConfig(hidden_size=384, num_hidden_layers=12, intermediate_size=768,
+                                  num_attention_heads=6))
+    per_token = m.estimate_mfu(tokens_per_iter=1000, predicted_per_iter=300, dt=1.0,
+                               peak_flops=1000.0, seq_len=1024)
     assert abs(per_token / 165e6 - 1) < 0.01
     dense = m.estimate_mfu(1000, 1000, dt=2.0, peak_flops=1000.0, seq_len=1024)
     assert abs(2 * dense / 247e6 - 1) < 0.01

@@ -1,4 +1,5 @@
-"""prepare.py: the embedded corpus end to end, tokenizers, remapping invariants, bad input, skip and --force."""
+"""prepare.py: the embedded corpus end to end, tokenizers, remapping invariants, bad input, skip
+and --force."""
 import gzip
 import hashlib
 import importlib.util
@@ -22,11 +23,13 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 import prepare
 from conftest import MODERNBERT_IDS, shakespeare_texts
 from data import MAX_DOCUMENT_CHARS, documents, shard_paths, split_documents
-from tokenizer import GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer, tokenizer_fingerprint
+from tokenizer import (GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer,
+                       tokenizer_fingerprint)
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SPECIALS = list(range(50256, 50262))  # <|endoftext|> [CLS] [SEP] [MASK] [PAD] [UNK]
-BERT_SPECIALS = dict(cls_token='[CLS]', sep_token='[SEP]', mask_token='[MASK]', pad_token='[PAD]', unk_token='[UNK]')
+BERT_SPECIALS = dict(cls_token='[CLS]', sep_token='[SEP]', mask_token='[MASK]', pad_token='[PAD]',
+                     unk_token='[UNK]')
 
 
 HAMLET = shakespeare_texts()['hamlet_gut.txt']
@@ -41,7 +44,8 @@ def load_meta(out: Path) -> dict:
 
 
 def snapshot(folder: Path) -> dict[str, tuple[str, int]]:
-    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns) for p in folder.iterdir()}
+    return {p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in folder.iterdir()}
 
 
 def write_jsonl(path: Path, texts: list[str]) -> Path:
@@ -66,12 +70,13 @@ def gpt2():  # our gpt2 tokenizer (tokenizer.Tokenizer)
     return load_tokenizer('gpt2')
 
 
-# the embedded corpus ----------------------------------------------------------------------------------------------
+# the embedded corpus ------------------------------------------------------------------------------
 
 def test_shakespeare_end_to_end(shakespeare, gpt2):
     meta = load_meta(shakespeare)
     texts = shakespeare_texts()
-    assert meta['documents'] == len(texts) == 42 and meta['train_documents'] + meta['val_documents'] == 42
+    assert meta['documents'] == len(texts) == 42 and \
+        meta['train_documents'] + meta['val_documents'] == 42
     assert meta['val_documents'] == 2  # round(0.05 * 42)
     assert meta['vocab_size'] == 50368 and meta['dtype'] == 'uint16' and meta['tokenizer'] == 'gpt2'
     assert [meta[f'{n}_token_id'] for n in SPECIAL_NAMES] == [50257, 50258, 50259, 50260, 50261]
@@ -82,8 +87,10 @@ def test_shakespeare_end_to_end(shakespeare, gpt2):
         starts, ends = np.flatnonzero(split == 50257), np.flatnonzero(split == 50258)
         assert len(starts) == len(ends) == n_docs and starts[0] == 0 and ends[-1] == len(split) - 1
         assert (starts[1:] == ends[:-1] + 1).all()  # [CLS] doc [SEP][CLS] doc [SEP] ...
-    np.testing.assert_array_equal(np.load(shakespeare / 'counts.npy'), np.bincount(train, minlength=50368))
-    # each val document decodes back to one of the plays, the ones with the smallest sha256 of their text
+    np.testing.assert_array_equal(np.load(shakespeare / 'counts.npy'),
+                                  np.bincount(train, minlength=50368))
+    # each val document decodes back to one of the plays, the ones with the smallest sha256 of
+    # their text
     starts, ends = np.flatnonzero(val == 50257), np.flatnonzero(val == 50258)
     decoded = [gpt2.decode(val[s + 1:e].tolist()) for s, e in zip(starts, ends)]
     smallest = sorted(texts.values(), key=lambda t: hashlib.sha256(t.encode()).digest())[:2]
@@ -100,7 +107,8 @@ def test_remap_invariants(shakespeare, k):
     core = [i for i in range(k) if i != rare]
     assert (f2s[s2f[core]] == torch.tensor(core)).all()  # core tokens round-trip
     assert s2f[rare] == meta['unk_token_id']
-    assert (f2s[GPT2_SPECIALS] != rare).all() and remap['special_token_ids'] == f2s[GPT2_SPECIALS].tolist()
+    assert (f2s[GPT2_SPECIALS] != rare).all() and \
+        remap['special_token_ids'] == f2s[GPT2_SPECIALS].tolist()
     assert (f2s[50262:] == rare).all()  # unused padding slots are not core
     assert int((f2s == rare).sum()) == 50368 - (k - 1)  # RARE takes all the rest
     for name in SPECIAL_NAMES:
@@ -118,7 +126,8 @@ def test_remap_invariants(shakespeare, k):
 
 
 def test_shrunk_vocabularies_nest(shakespeare):
-    small, big = (torch.load(shakespeare / f'vocab_{k}.pt', weights_only=True) for k in (2048, 4096))
+    small, big = (torch.load(shakespeare / f'vocab_{k}.pt', weights_only=True)
+                  for k in (2048, 4096))
     assert (big['shrunk_to_full'][:2048] == small['shrunk_to_full']).all()
     assert small['coverage'] < big['coverage'] < 1
 
@@ -132,23 +141,27 @@ def test_shrink_ties_break_by_lower_id(gpt2):
     assert remap['coverage'] == pytest.approx((9 + 5 + 5) / 29)
 
 
-# tokenizers ---------------------------------------------------------------------------------------------------------
+# tokenizers ---------------------------------------------------------------------------------------
 
 def test_gpt2_round_trip(gpt2):
     for text in [HAMLET, 'naïve café — 日本語 🎭\n\n\tend ']:
         assert gpt2.decode(gpt2.encode(text)) == text
     assert gpt2.encode('Hello world') == [15496, 995]  # GPT-2's own ids
     assert gpt2.encode('The capital is [MASK].')[-2:] == [gpt2.mask_token_id, 13]
-    assert max(gpt2.encode_ordinary('[CLS] [MASK] <|endoftext|>')) < 50256  # corpus text never yields specials
+    # corpus text never yields specials
+    assert max(gpt2.encode_ordinary('[CLS] [MASK] <|endoftext|>')) < 50256
     assert gpt2.special_ids == GPT2_SPECIALS and gpt2.unused_ids == list(range(50262, 50368))
     assert gpt2.decode([50300]) == '[UNK]'
 
 
 def test_gpt2_mask_swallows_the_space_before_it_as_modernberts_does(gpt2):
-    # GPT-2's words carry their leading space: "to [MASK]," is " to" [MASK] ",", not " to" " " [MASK] ","
-    assert gpt2.encode('not to [MASK],') == gpt2.encode_ordinary('not to') + [gpt2.mask_token_id, 11]
+    # GPT-2's words carry their leading space: "to [MASK]," is " to" [MASK] ",", not
+    # " to" " " [MASK] ","
+    assert gpt2.encode('not to [MASK],') == \
+        gpt2.encode_ordinary('not to') + [gpt2.mask_token_id, 11]
     hf = gpt2.hf_tokenizer()  # what an export saves and pipeline('fill-mask') reads: the same ids
-    for text in ['To be, or not to [MASK], that is', 'a\n\n [MASK] b', '[MASK] x', 'x[MASK]', 'is [MASK].\t [MASK]!']:
+    for text in ['To be, or not to [MASK], that is', 'a\n\n [MASK] b', '[MASK] x', 'x[MASK]',
+                 'is [MASK].\t [MASK]!']:
         assert gpt2.encode(text) == hf(text, add_special_tokens=False)['input_ids'], text
 
 
@@ -168,7 +181,8 @@ def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
         assert [tok.cls_token_id, *tok.encode(text), tok.sep_token_id] == expected
     assert saved.convert_ids_to_tokens(list(range(50280, 50286)) + [50367]) == \
         ['[UNK]', '[CLS]', '[SEP]', '[PAD]', '[MASK]', '[unused0]', '[unused82]']
-    assert max(tok.encode_ordinary('[CLS] is [MASK] [unused0]')) < 50280  # corpus text never yields specials
+    # corpus text never yields specials
+    assert max(tok.encode_ordinary('[CLS] is [MASK] [unused0]')) < 50280
     assert tok.decode(tok.encode(HAMLET[:20_000])) == HAMLET[:20_000]
     # the saved folder is the same tokenizer; gpt2 has as many ids but they mean other tokens
     assert load_tokenizer(str(tmp_path / 'saved')).fingerprint == tok.fingerprint
@@ -178,7 +192,8 @@ def test_modernbert_tokenizer_gives_modernbert_base_ids(tmp_path):
 def test_tokenizer_fingerprint_is_what_decides_the_ids(tmp_path):
     gpt2 = gpt2_hf_tokenizer()
     fingerprint = tokenizer_fingerprint(gpt2)
-    assert load_tokenizer('gpt2').fingerprint == fingerprint  # tiktoken's and transformers' gpt2 agree
+    # tiktoken's and transformers' gpt2 agree
+    assert load_tokenizer('gpt2').fingerprint == fingerprint
     gpt2.model_max_length = 17  # settings are not identity
     assert tokenizer_fingerprint(gpt2) == fingerprint
     gpt2.add_tokens(['[new]'])  # one more id is another tokenizer
@@ -200,15 +215,18 @@ def test_hf_tokenizer_path(tmp_path):
     wordpiece = Tokenizer(models.WordPiece(unk_token='[UNK]'))
     wordpiece.pre_tokenizer = pre_tokenizers.Whitespace()
     wordpiece.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=1000, special_tokens=list(BERT_SPECIALS.values()))
+    trainer = trainers.WordPieceTrainer(vocab_size=1000,
+                                        special_tokens=list(BERT_SPECIALS.values()))
     wordpiece.train_from_iterator(texts, trainer)
     folder = save_hf_tokenizer(wordpiece, tmp_path / 'tok', **BERT_SPECIALS)
-    corpus = write_jsonl(tmp_path / 'corpus.jsonl', texts + ['a line that names [MASK] and [CLS] as plain text'])
+    corpus = write_jsonl(tmp_path / 'corpus.jsonl',
+                         texts + ['a line that names [MASK] and [CLS] as plain text'])
     out = tmp_path / 'out'
-    assert prepare.main([f'--dataset={corpus}', f'--tokenizer={folder}', f'--out_dir={out}', '--shrink_vocab=300',
-                         '--num_proc=2']) == 0
+    assert prepare.main([f'--dataset={corpus}', f'--tokenizer={folder}', f'--out_dir={out}',
+                         '--shrink_vocab=300', '--num_proc=2']) == 0
     tok, meta = load_tokenizer(str(folder)), load_meta(out)
-    ids = {name: wordpiece.token_to_id(token) for name, token in zip(SPECIAL_NAMES, BERT_SPECIALS.values())}
+    ids = {name: wordpiece.token_to_id(token)
+           for name, token in zip(SPECIAL_NAMES, BERT_SPECIALS.values())}
     assert {n: meta[f'{n}_token_id'] for n in SPECIAL_NAMES} == ids
     assert meta['vocab_size'] == 1000 and meta['dtype'] == 'uint16' and meta['documents'] == 7
     assert meta['special_token_ids'] == sorted(ids.values()) == tok.special_ids
@@ -234,22 +252,24 @@ def test_uint32_path(tmp_path):
     for i, doc in enumerate(docs):
         (corpus / f'{i}.txt').write_text(doc)
     out = tmp_path / 'out'
-    assert prepare.main([f'--dataset={corpus}', f'--tokenizer={folder}', f'--out_dir={out}', '--val_fraction=0.3',
-                         '--shrink_vocab=8']) == 0
+    assert prepare.main([f'--dataset={corpus}', f'--tokenizer={folder}', f'--out_dir={out}',
+                         '--val_fraction=0.3', '--shrink_vocab=8']) == 0
     meta = load_meta(out)
     assert meta['vocab_size'] == 70_005 and meta['dtype'] == 'uint32'
     assert os.path.getsize(out / 'train.bin') == 4 * meta['train_tokens']
     data = np.concatenate([read_bin(out, 'train', meta), read_bin(out, 'val', meta)])
-    expected = [[vocab['[CLS]'], *[vocab.get(w, vocab['[UNK]']) for w in d.split()], vocab['[SEP]']] for d in docs]
+    expected = [[vocab['[CLS]'], *[vocab.get(w, vocab['[UNK]']) for w in d.split()], vocab['[SEP]']]
+                for d in docs]
     written = np.split(data, np.flatnonzero(data == vocab['[SEP]'])[:-1] + 1)
     assert sorted(d.tolist() for d in written) == sorted(expected)
     assert data.max() == vocab['w69999'] > 65535
 
 
-# bad input --------------------------------------------------------------------------------------------------------
+# bad input ----------------------------------------------------------------------------------------
 
 def no_mask_tokenizer(tmp_path: Path) -> Path:
-    tok = Tokenizer(models.WordLevel({'[UNK]': 0, '[CLS]': 1, '[SEP]': 2, '[PAD]': 3, 'a': 4}, unk_token='[UNK]'))
+    tok = Tokenizer(models.WordLevel({'[UNK]': 0, '[CLS]': 1, '[SEP]': 2, '[PAD]': 3, 'a': 4},
+                                     unk_token='[UNK]'))
     specials = {k: v for k, v in BERT_SPECIALS.items() if k != 'mask_token'}
     return save_hf_tokenizer(tok, tmp_path / 'nomask', **specials)
 
@@ -278,46 +298,65 @@ BAD_INPUTS = {  # name: (arguments from tmp_path, expected part of the message)
     'empty corpus': (lambda t: dataset_arg(t, {'a.txt': b'', 'b.txt': b'  \n'}), 'empty corpus'),
     'empty folder': (lambda t: dataset_arg(t, {'notes.md': b'text'}), 'no .txt or .jsonl files'),
     'missing path': (lambda t: [f'--dataset={t}/nope/corpus.txt'], 'no such file or folder'),
-    'unsupported file': (lambda t: dataset_arg(t, {'c.csv': b'a,b'}, 'c.csv'), 'unsupported file type'),
+    'unsupported file': (lambda t: dataset_arg(t, {'c.csv': b'a,b'}, 'c.csv'),
+                         'unsupported file type'),
     'one document': (lambda t: dataset_arg(t, {'a.txt': b'one play'}, 'a.txt'), 'too few'),
-    'gzip that is not': (lambda t: dataset_arg(t, {'a.txt': b'one', 'b.jsonl.gz': b'{"text": "a"}\n'}),
+    'gzip that is not': (lambda t: dataset_arg(t, {'a.txt': b'one',
+                                                   'b.jsonl.gz': b'{"text": "a"}\n'}),
                          'b.jsonl.gz (BadGzipFile: Not a gzipped file'),
-    'cut-off gzip': (lambda t: dataset_arg(t, {'a.txt': b'one', 'b.txt.gz': gzip.compress(b'two ' * 999)[:40]}),
-                     'b.txt.gz (EOFError: Compressed file ended before the end-of-stream marker was reached)'),
-    'trained and given tokenizer': (lambda t: ['--train_tokenizer=1000', '--tokenizer=gpt2'], 'not both'),
-    'trained tokenizer too small': (lambda t: ['--train_tokenizer=10'], 'must be a vocabulary size from 64'),
-    'shrunken size of a trained tokenizer': (lambda t: ['--train_tokenizer=1000', '--shrink_vocab=1024'],
-                                             '--shrink_vocab=1024 is not smaller than --train_tokenizer=1000'),
+    'cut-off gzip': (lambda t: dataset_arg(t, {'a.txt': b'one',
+                                               'b.txt.gz': gzip.compress(b'two ' * 999)[:40]}),
+                     'b.txt.gz (EOFError: Compressed file ended before the end-of-stream marker '
+                     'was reached)'),
+    'trained and given tokenizer': (lambda t: ['--train_tokenizer=1000', '--tokenizer=gpt2'],
+                                    'not both'),
+    'trained tokenizer too small': (lambda t: ['--train_tokenizer=10'],
+                                    'must be a vocabulary size from 64'),
+    'shrunken size of a trained tokenizer': (lambda t: ['--train_tokenizer=1000',
+                                                        '--shrink_vocab=1024'],
+                                             '--shrink_vocab=1024 is not smaller than '
+                                             '--train_tokenizer=1000'),
     'unknown tokenizer model': (lambda t: ['--train_tokenizer=1000', '--tokenizer_model=unigram'],
                                 "is not one of bpe, wordpiece"),
-    'unknown sample_by': (lambda t: ['--sample_by=sentence'], "sample_by='sentence' is not one of document, paragraph"),
-    'weights not one per source': (lambda t: ['--mix_weights=1,2'], 'one positive weight per source of --dataset (1)'),
+    'unknown sample_by': (lambda t: ['--sample_by=sentence'],
+                          "sample_by='sentence' is not one of document, paragraph"),
+    'weights not one per source': (lambda t: ['--mix_weights=1,2'],
+                                   'one positive weight per source of --dataset (1)'),
     'negative weight': (lambda t: ['--mix_weights=-1'], 'one positive weight per source'),
-    'unreadable file': (lambda t: [f'--dataset={broken_link_corpus(t)}'], 'b.txt (FileNotFoundError: [Errno 2]'),
+    'unreadable file': (lambda t: [f'--dataset={broken_link_corpus(t)}'],
+                        'b.txt (FileNotFoundError: [Errno 2]'),
     'bad json': (lambda t: dataset_arg(t, {'c.jsonl': b'{"text": "a"}\n{oops'}, 'c.jsonl'),
                  'c.jsonl:2: not valid JSON'),
-    'missing field': (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}", '--text_field=body'],
+    'missing field': (lambda t: [f"--dataset={write_jsonl(t / 'c.jsonl', ['a', 'b'])}",
+                                 '--text_field=body'],
                       "no string field 'body'"),
-    'hub tokenizer offline': (lambda t: ['--tokenizer=nobody-xyz/not-a-cached-tokenizer'], 'cannot be downloaded'),
-    'tokenizer folder without files': (lambda t: [f'--tokenizer={t}'], 'cannot load a tokenizer from the folder'),
-    'tokenizer without mask': (lambda t: [f'--tokenizer={no_mask_tokenizer(t)}'], 'has no mask token'),
-    'K too large': (lambda t: ['--shrink_vocab=4096,50300'], 'larger than the vocabulary allows: at most 50263'),
+    'hub tokenizer offline': (lambda t: ['--tokenizer=nobody-xyz/not-a-cached-tokenizer'],
+                              'cannot be downloaded'),
+    'tokenizer folder without files': (lambda t: [f'--tokenizer={t}'],
+                                       'cannot load a tokenizer from the folder'),
+    'tokenizer without mask': (lambda t: [f'--tokenizer={no_mask_tokenizer(t)}'],
+                               'has no mask token'),
+    'K too large': (lambda t: ['--shrink_vocab=4096,50300'],
+                    'larger than the vocabulary allows: at most 50263'),
     'K too small': (lambda t: ['--shrink_vocab=6'], 'too small'),
     'K not a number': (lambda t: ['--shrink_vocab=4k'], 'sizes must be positive integers'),
     'unknown option': (lambda t: ['--bogus=1'], "unknown key 'bogus'"),
     'close to a known option': (lambda t: ['--tokeniser=gpt2'], "did you mean 'tokenizer'?"),
     'positional argument': (lambda t: ['shakespeare'], "config file 'shakespeare' not found"),
     'option without value': (lambda t: ['--num_proc'], 'write --num_proc=VALUE'),
-    'bad number': (lambda t: ['--num_proc=two'], '--num_proc=two is not a valid Python literal of type int'),
+    'bad number': (lambda t: ['--num_proc=two'],
+                   '--num_proc=two is not a valid Python literal of type int'),
     'bad fraction': (lambda t: ['--val_fraction=1.5'], 'strictly between 0 and 1'),
 }
 
 
 def prepare_small(folder: Path) -> tuple[Path, Path]:
     """A small gpt2 preparation: (its corpus, its output folder)."""
-    corpus = write_jsonl(folder / 'small.jsonl', [HAMLET[i * 3000:(i + 1) * 3000] for i in range(12)])
+    corpus = write_jsonl(folder / 'small.jsonl',
+                         [HAMLET[i * 3000:(i + 1) * 3000] for i in range(12)])
     out = folder / 'prepared'
-    assert prepare.main([f'--dataset={corpus}', f'--out_dir={out}', '--shrink_vocab=512', '--num_proc=1']) == 0
+    assert prepare.main([f'--dataset={corpus}', f'--out_dir={out}',
+                         '--shrink_vocab=512', '--num_proc=1']) == 0
     return corpus, out
 
 
@@ -337,7 +376,8 @@ def test_bad_input_leaves_outputs_untouched(case, tmp_path, shared_small):
     make_args, expected = BAD_INPUTS[case]
     small_corpus, prepared = shared_small
     before = snapshot(prepared)
-    argv = [f'--dataset={small_corpus}', f'--out_dir={prepared}', '--num_proc=1', *make_args(tmp_path)]
+    argv = [f'--dataset={small_corpus}', f'--out_dir={prepared}', '--num_proc=1',
+            *make_args(tmp_path)]
     with pytest.raises(SystemExit) as e:
         prepare.main(argv)
     message = str(e.value.code)
@@ -345,15 +385,16 @@ def test_bad_input_leaves_outputs_untouched(case, tmp_path, shared_small):
     assert snapshot(prepared) == before
 
 
-@pytest.mark.skipif(importlib.util.find_spec('datasets') is not None, reason='datasets is installed here')
+@pytest.mark.skipif(importlib.util.find_spec('datasets') is not None,
+                    reason='datasets is installed here')
 def test_hf_dataset_needs_datasets_package(tmp_path):
     with pytest.raises(SystemExit, match='needs the optional package `datasets`'):
         prepare.main(['--dataset=someone/some-corpus', f'--out_dir={tmp_path}'])
 
 
 def test_hf_dataset_is_streamed(tmp_path, monkeypatch):
-    # datasets.load_dataset(..., streaming=True) as the library gives it: an iterable of records, read lazily; the
-    # prepared data equal those of the same texts in a .jsonl file
+    # datasets.load_dataset(..., streaming=True) as the library gives it: an iterable of records,
+    # read lazily; the prepared data equal those of the same texts in a .jsonl file
     texts = [HAMLET[i * 2500:(i + 1) * 2500] for i in range(10)]
     calls = []
 
@@ -362,21 +403,27 @@ def test_hf_dataset_is_streamed(tmp_path, monkeypatch):
         return ({'text': t, 'id': i} for i, t in enumerate(texts))
 
     monkeypatch.setitem(sys.modules, 'datasets', types.SimpleNamespace(load_dataset=load_dataset))
-    assert prepare.main(['--dataset=someone/corpus', f"--out_dir={tmp_path / 'hub'}", '--num_proc=1']) == 0
-    assert calls == [('someone/corpus', None, 'train', True)] * 2  # streamed, read twice, never listed
-    assert prepare.main(['--dataset=someone/corpus', '--dataset_config=sample-10BT', '--split=validation',
-                         f"--out_dir={tmp_path / 'hub2'}", '--num_proc=1']) == 0
-    assert calls[-1] == ('someone/corpus', 'sample-10BT', 'validation', True)
-    assert prepare.main([f"--dataset={write_jsonl(tmp_path / 'c.jsonl', texts)}", f"--out_dir={tmp_path / 'file'}",
+    assert prepare.main(['--dataset=someone/corpus',
+                         f"--out_dir={tmp_path / 'hub'}", '--num_proc=1']) == 0
+    # streamed, read twice, never listed
+    assert calls == [('someone/corpus', None, 'train', True)] * 2
+    assert prepare.main(['--dataset=someone/corpus', '--dataset_config=sample-10BT',
+                         '--split=validation', f"--out_dir={tmp_path / 'hub2'}",
                          '--num_proc=1']) == 0
+    assert calls[-1] == ('someone/corpus', 'sample-10BT', 'validation', True)
+    assert prepare.main([f"--dataset={write_jsonl(tmp_path / 'c.jsonl', texts)}",
+                         f"--out_dir={tmp_path / 'file'}", '--num_proc=1']) == 0
     for name in ('train.bin', 'val.bin'):
         assert (tmp_path / 'hub' / name).read_bytes() == (tmp_path / 'file' / name).read_bytes()
-    with pytest.raises(SystemExit, match="has no string field 'body'; name the text field with --text_field="):
-        prepare.main(['--dataset=someone/corpus', '--text_field=body', f"--out_dir={tmp_path / 'x'}"])
+    with pytest.raises(SystemExit,
+                       match="has no string field 'body'; name the text field with --text_field="):
+        prepare.main(['--dataset=someone/corpus', '--text_field=body',
+                      f"--out_dir={tmp_path / 'x'}"])
 
 
 def write_table(path: Path, texts: list[str], column: str = 'text') -> None:
-    """Rows of a Hugging Face dataset file: parquet, or an Arrow stream (what datasets' cache holds)."""
+    """Rows of a Hugging Face dataset file: parquet, or an Arrow stream (what datasets'
+    cache holds)."""
     table = pa.table({'id': list(range(len(texts))), column: texts})
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == '.parquet':
@@ -405,8 +452,9 @@ configs:
 
 
 def test_downloaded_hf_dataset_folders(tmp_path):
-    # what `huggingface-cli download` leaves: parquet files laid out by the card's configs and splits; read as
-    # datasets reads them, and the prepared data equal those of the same texts in a .jsonl file
+    # what `huggingface-cli download` leaves: parquet files laid out by the card's configs and
+    # splits; read as datasets reads them, and the prepared data equal those of the same texts in a
+    # .jsonl file
     texts = [HAMLET[i * 2000:(i + 1) * 2000] for i in range(12)]
     hub = tmp_path / 'fineweb'
     write_table(hub / 'data' / 'train-00000-of-00002.parquet', texts[:6])
@@ -417,12 +465,14 @@ def test_downloaded_hf_dataset_folders(tmp_path):
     assert [d for d, _ in documents(str(hub))] == texts  # the default config's train split
     assert [d for d, _ in documents(str(hub), split='test')] == ['a test row'] * 3
     assert [d for d, _ in documents(str(hub), config='sample-10BT')] == texts[:8]
-    # no card: a config is a subfolder, a split the files named after it; an Arrow stream reads like parquet
+    # no card: a config is a subfolder, a split the files named after it; an Arrow stream reads
+    # like parquet
     bare = tmp_path / 'wikipedia'
     write_table(bare / '20231101.en' / 'train-00000-of-00001.arrow', texts)
     write_table(bare / '20231101.en' / 'validation-00000-of-00001.parquet', texts[:2])
     assert [d for d, _ in documents(str(bare), config='20231101.en')] == texts
-    assert [d for d, _ in documents(str(bare), config='20231101.en', split='validation')] == texts[:2]
+    assert [d for d, _ in documents(str(bare), config='20231101.en', split='validation')] == \
+        texts[:2]
     outs = {}
     for name, source in (('hub', hub), ('jsonl', write_jsonl(tmp_path / 'c.jsonl', texts))):
         outs[name] = tmp_path / f'out_{name}'
@@ -443,15 +493,18 @@ def test_downloaded_hf_dataset_folders(tmp_path):
 
 
 def test_command_line_errors_exit_nonzero_with_one_line():
-    result = subprocess.run([sys.executable, 'prepare.py', '--bogus=1'], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, 'prepare.py', '--bogus=1'], cwd=ROOT,
+                            capture_output=True, text=True)
     assert result.returncode == 1 and result.stdout == ''
     assert result.stderr.count('\n') == 1 and "unknown key 'bogus'" in result.stderr
 
 
 def test_undecodable_bytes_are_replaced_and_counted(tmp_path, capsys):
-    corpus = make_files(tmp_path, {'a.txt': b'caf\xe9 ok \xff\xfe end', 'b.txt': 'kept \ufffd as is'.encode()})
+    corpus = make_files(tmp_path, {'a.txt': b'caf\xe9 ok \xff\xfe end',
+                                   'b.txt': 'kept \ufffd as is'.encode()})
     out = tmp_path / 'out'
-    assert prepare.main([f'--dataset={corpus}', f'--out_dir={out}', '--val_fraction=0.5', '--num_proc=1']) == 0
+    assert prepare.main([f'--dataset={corpus}', f'--out_dir={out}',
+                         '--val_fraction=0.5', '--num_proc=1']) == 0
     assert load_meta(out)['invalid_utf8_replaced'] == 3
     assert 'a.txt: 3 invalid UTF-8 sequence(s) replaced with U+FFFD' in capsys.readouterr().err
 
@@ -464,11 +517,12 @@ def test_interrupted_run_leaves_old_outputs(small, monkeypatch):
         raise KeyboardInterrupt
     monkeypatch.setattr(prepare, '_encode_documents', fail)
     with pytest.raises(KeyboardInterrupt):
-        prepare.main([f'--dataset={small_corpus}', f'--out_dir={prepared}', '--force', '--num_proc=1'])
+        prepare.main([f'--dataset={small_corpus}', f'--out_dir={prepared}',
+                      '--force', '--num_proc=1'])
     assert snapshot(prepared) == before  # no .tmp file left, nothing replaced
 
 
-# streaming ----------------------------------------------------------------------------------------------------------
+# streaming ----------------------------------------------------------------------------------------
 
 def test_gzip_files_give_the_same_dataset(tmp_path):
     texts = [HAMLET[i * 2000:(i + 1) * 2000] for i in range(8)]
@@ -495,18 +549,19 @@ def test_txt_documents_end_where_sample_by_says(tmp_path, monkeypatch):
         'Act one.\nScene one.', 'Act two, caf\u00e9.', 'Act three']
     assert [d for d, _ in documents(str(path), sample_by='line')] == [
         'Act one.', 'Scene one.', 'Act two, caf\u00e9.', 'Act three']
-    # a line longer than one read arrives in pieces, split inside a character; a long document is cut after the
-    # line that reaches the limit; an invalid byte is counted where it is
+    # a line longer than one read arrives in pieces, split inside a character; a long document is
+    # cut after the line that reaches the limit; an invalid byte is counted where it is
     monkeypatch.setattr('data._LINE_BYTES', 5)
     monkeypatch.setattr('data.MAX_DOCUMENT_CHARS', 20)
-    path.write_bytes('caf\u00e9 caf\u00e9 caf\u00e9\nshort\nlonger line here\n'.encode() + b'bad \xff\nend')
+    path.write_bytes('caf\u00e9 caf\u00e9 caf\u00e9\nshort\nlonger line here\n'.encode()
+                     + b'bad \xff\nend')
     assert list(documents(str(path))) == [('caf\u00e9 caf\u00e9 caf\u00e9\nshort\n', 0),
                                           ('longer line here\nbad \ufffd\n', 1), ('end', 0)]
 
 
 def test_one_large_txt_file_streams_in_bounded_memory(tmp_path):
-    # 100 MB of plain text in one file: read a line at a time, cut into documents of about MAX_DOCUMENT_CHARS;
-    # what reading holds stays near one document, whatever the file's size
+    # 100 MB of plain text in one file: read a line at a time, cut into documents of about
+    # MAX_DOCUMENT_CHARS; what reading holds stays near one document, whatever the file's size
     line = ('To be, or not to be, that is the question. ' * 3)[:99].encode() + b'\n'
     path = tmp_path / 'big.txt'
     with open(path, 'wb') as f:
@@ -517,14 +572,16 @@ def test_one_large_txt_file_streams_in_bounded_memory(tmp_path):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert sum(sizes) == path.stat().st_size == 100 * 10_000 * len(line)
-    per_document = -(-MAX_DOCUMENT_CHARS // len(line)) * len(line)  # cut at the first line end past the limit
-    assert sizes[:-1] == [per_document] * (len(sizes) - 1) and len(sizes) == -(-sum(sizes) // per_document)
+    # cut at the first line end past the limit
+    per_document = -(-MAX_DOCUMENT_CHARS // len(line)) * len(line)
+    assert sizes[:-1] == [per_document] * (len(sizes) - 1) and \
+        len(sizes) == -(-sum(sizes) // per_document)
     assert peak < 8 * MAX_DOCUMENT_CHARS
 
 
 def test_what_the_first_reading_keeps_is_a_few_bytes_a_document(tmp_path):
-    # 200,000 short documents: the scan, the split and the fingerprint hold about 32 bytes a document (the sha256),
-    # not a Python object per document; the split equals sorting every hash
+    # 200,000 short documents: the scan, the split and the fingerprint hold about 32 bytes a
+    # document (the sha256), not a Python object per document; the split equals sorting every hash
     path = write_jsonl(tmp_path / 'many.jsonl', [f'document {i}' for i in range(200_000)])
     cfg = prepare.parse_args([f'--dataset={path}'])
     tracemalloc.start()
@@ -552,8 +609,8 @@ def test_a_corpus_of_one_txt_file(tmp_path):
 
 @pytest.mark.parametrize('num_proc', [1, 2])
 def test_tokenize_reads_a_bounded_distance_ahead(gpt2, num_proc):
-    # the corpus streams through: when the first document comes out, at most two work items per process have been
-    # read, however long the corpus (Pool.imap would have queued all of it)
+    # the corpus streams through: when the first document comes out, at most two work items per
+    # process have been read, however long the corpus (Pool.imap would have queued all of it)
     texts = [HAMLET[i * 1000:(i + 1) * 1000] for i in range(160)]
     read = []
 
@@ -562,11 +619,13 @@ def test_tokenize_reads_a_bounded_distance_ahead(gpt2, num_proc):
             read.append(t)
             yield t
 
-    scan = prepare.CorpusScan(bytearray(32 * len(texts)), sum(map(len, texts)), 0, [len(texts)])  # 1/8 a process
+    # 1/8 a process
+    scan = prepare.CorpusScan(bytearray(32 * len(texts)), sum(map(len, texts)), 0, [len(texts)])
     held_out = np.arange(len(texts)) % 3 == 0
     out = prepare.tokenize(stream(), held_out, scan, gpt2, num_proc)
     first, first_counts = next(out)
-    assert first[0][0] == gpt2.cls_token_id and len(read) <= 2 * num_proc * (len(texts) // (8 * num_proc) + 1)
+    assert first[0][0] == gpt2.cls_token_id and \
+        len(read) <= 2 * num_proc * (len(texts) // (8 * num_proc) + 1)
     items = [(first, first_counts), *out]
     arrays = [a for chunk, _ in items for a in chunk]
     assert len(read) == len(arrays) == len(texts)
@@ -588,8 +647,10 @@ def test_a_corpus_that_changes_between_the_readings_is_refused(small, monkeypatc
         return iter(docs if len(readings) == 1 else docs[:-1])
 
     monkeypatch.setattr(prepare, 'documents', one_less_the_second_time)
-    with pytest.raises(SystemExit, match='changed while it was prepared .12 documents at the first reading, 11 at'):
-        prepare.main([f'--dataset={small_corpus}', f'--out_dir={prepared}', '--force', '--num_proc=1'])
+    with pytest.raises(SystemExit, match='changed while it was prepared .12 documents at the first '
+                                         'reading, 11 at'):
+        prepare.main([f'--dataset={small_corpus}', f'--out_dir={prepared}',
+                      '--force', '--num_proc=1'])
     assert snapshot(prepared) == before
 
 
@@ -602,15 +663,18 @@ def test_sources_mixed_by_weight(tmp_path, gpt2):
     assert prepare.main([f'--dataset={folder},{jsonl}', '--mix_weights=2,0.5', f'--out_dir={out}',
                          '--val_fraction=0.2', '--num_proc=1']) == 0
     # the half of the notes taken is the one a salted hash of the text picks
-    taken = [t for t in notes if int.from_bytes(hashlib.sha256(b'mix:' + t.encode()).digest()[:8], 'big') < 2 ** 63]
+    taken = [t for t in notes
+             if int.from_bytes(hashlib.sha256(b'mix:' + t.encode()).digest()[:8], 'big') < 2 ** 63]
     assert 0 < len(taken) < len(notes)
     meta = load_meta(out)
     assert meta['sources'] == [{'dataset': str(folder), 'weight': 2, 'documents': 12},
                                {'dataset': str(jsonl), 'weight': 0.5, 'documents': len(taken)}]
-    assert meta['documents'] == 12 + len(taken) and meta['val_documents'] >= round(0.2 * meta['documents'])
+    assert meta['documents'] == 12 + len(taken) and \
+        meta['val_documents'] >= round(0.2 * meta['documents'])
     split = {name: (out / f'{name}.bin').read_bytes() for name in ('train', 'val')}
     for text in [*plays.values(), *notes]:
-        ids = np.array([gpt2.cls_token_id, *gpt2.encode_ordinary(text), gpt2.sep_token_id], dtype=np.uint16).tobytes()
+        ids = np.array([gpt2.cls_token_id, *gpt2.encode_ordinary(text), gpt2.sep_token_id],
+                       dtype=np.uint16).tobytes()
         where = {name: data.count(ids) for name, data in split.items()}
         copies = 2 if text in plays.values() else int(text in taken)
         assert sorted(where.values()) == [0, copies]  # all copies on one side of the split
@@ -621,10 +685,12 @@ def test_shards_hold_whole_documents_and_add_up_to_one_file(tmp_path, shakespear
     assert prepare.main([f'--out_dir={out}', '--shard_tokens=300000', '--shrink_vocab=2048']) == 0
     meta = load_meta(out)
     paths = shard_paths(str(out), 'train', meta)
-    assert len(paths) >= 5 and [Path(p).name for p in paths[:2]] == ['train_000.bin', 'train_001.bin']
+    assert len(paths) >= 5 and \
+        [Path(p).name for p in paths[:2]] == ['train_000.bin', 'train_001.bin']
     data = [np.fromfile(p, dtype=np.uint16) for p in paths]
     assert [len(d) for d in data] == meta['train_shards'] and max(meta['train_shards']) <= 300000
-    assert all(d[0] == gpt2.cls_token_id and d[-1] == gpt2.sep_token_id for d in data)  # no document cut in two
+    # no document cut in two
+    assert all(d[0] == gpt2.cls_token_id and d[-1] == gpt2.sep_token_id for d in data)
     # the same tokens, in the same order, as the one-file preparation
     assert np.concatenate(data).tobytes() == (shakespeare / 'train.bin').read_bytes()
     assert meta['val_shards'] == [meta['val_tokens']] and (out / 'val.bin').read_bytes() == (
@@ -637,18 +703,21 @@ def test_shards_hold_whole_documents_and_add_up_to_one_file(tmp_path, shakespear
     assert 'train.bin' not in {p.name for p in out.glob('*.bin')}
 
 
-# --train_tokenizer --------------------------------------------------------------------------------------------------
+# --train_tokenizer --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('model', ['bpe', 'wordpiece'])
 def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
     out = tmp_path / 'data'
-    args = ['--train_tokenizer=1000', f'--tokenizer_model={model}', f'--out_dir={out}', '--shrink_vocab=256']
+    args = ['--train_tokenizer=1000', f'--tokenizer_model={model}', f'--out_dir={out}',
+            '--shrink_vocab=256']
     assert prepare.main(args) == 0
     meta, folder = load_meta(out), out / 'tokenizer'
-    assert meta['tokenizer'] == str(folder) and meta['vocab_size'] == 1024  # 1,000 learned, 24 unused slots
+    # 1,000 learned, 24 unused slots
+    assert meta['tokenizer'] == str(folder) and meta['vocab_size'] == 1024
     assert [meta[f'{n}_token_id'] for n in ('pad', 'unk', 'cls', 'sep', 'mask')] == [0, 1, 2, 3, 4]
     assert meta['special_token_ids'] == [*range(5), *range(1000, 1024)]
-    hf = AutoTokenizer.from_pretrained(str(folder))  # what export_hf.py saves and transformers users load
+    # what export_hf.py saves and transformers users load
+    hf = AutoTokenizer.from_pretrained(str(folder))
     ids = hf('The capital of France is [MASK].')['input_ids']
     assert (ids[0], ids[-1], ids.count(4), len(hf)) == (2, 3, 1, 1024)
     # train.bin holds the train documents as this tokenizer encodes them, in corpus order
@@ -672,14 +741,16 @@ def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
 def test_a_full_disk_is_one_line_and_changes_nothing(small):
     small_corpus, prepared = small
     before = snapshot(prepared)
-    (prepared / 'train_000.bin.tmp').symlink_to('/dev/full')  # every write there fails with ENOSPC, as on a full disk
+    # every write there fails with ENOSPC, as on a full disk
+    (prepared / 'train_000.bin.tmp').symlink_to('/dev/full')
     with pytest.raises(SystemExit) as e:
-        prepare.main([f'--dataset={small_corpus}', f'--out_dir={prepared}', '--force', '--num_proc=1'])
+        prepare.main([f'--dataset={small_corpus}', f'--out_dir={prepared}',
+                      '--force', '--num_proc=1'])
     assert 'No space left on device' in str(e.value.code) and '\n' not in str(e.value.code)
     assert snapshot(prepared) == before  # the link is gone with the other temporary files
 
 
-# skip and --force ---------------------------------------------------------------------------------------------------
+# skip and --force ---------------------------------------------------------------------------------
 
 def test_skip_on_rerun_and_force(small, capsys):
     small_corpus, prepared = small
@@ -689,17 +760,22 @@ def test_skip_on_rerun_and_force(small, capsys):
     assert prepare.main(args + ['--shrink_vocab=512']) == 0
     assert 'up to date' in capsys.readouterr().out and snapshot(prepared) == before
 
-    assert prepare.main(args + ['--shrink_vocab=512,1024']) == 0  # a new K: only its file is written
+    # a new K: only its file is written
+    assert prepare.main(args + ['--shrink_vocab=512,1024']) == 0
     after = snapshot(prepared)
     assert 'tokenized' not in capsys.readouterr().out
-    assert {n: v for n, v in after.items() if n != 'vocab_1024.pt'} == before and 'vocab_1024.pt' in after
+    assert {n: v for n, v in after.items() if n != 'vocab_1024.pt'} == before and \
+        'vocab_1024.pt' in after
 
     assert prepare.main(args + ['--shrink_vocab=512', '--force']) == 0
     assert 'tokenized' in capsys.readouterr().out
     forced = snapshot(prepared)
-    assert all(forced[n][0] == after[n][0] and forced[n][1] != after[n][1] for n in before)  # same bytes, rewritten
+    # same bytes, rewritten
+    assert all(forced[n][0] == after[n][0] and forced[n][1] != after[n][1] for n in before)
 
-    assert prepare.main(args + ['--val_fraction=0.25']) == 0  # other settings: rebuilt, stale vocab files removed
+    # other settings: rebuilt, stale vocab files removed
+    assert prepare.main(args + ['--val_fraction=0.25']) == 0
     assert 'tokenized' in capsys.readouterr().out
-    assert sorted(p.name for p in prepared.iterdir()) == ['counts.npy', 'meta.json', 'train.bin', 'val.bin']
+    assert sorted(p.name for p in prepared.iterdir()) == \
+        ['counts.npy', 'meta.json', 'train.bin', 'val.bin']
     assert load_meta(prepared)['val_documents'] == 3

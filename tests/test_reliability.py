@@ -1,4 +1,5 @@
-"""Reliability of training: exact resume, DDP on CPU, atomic checkpoints, the non-finite guard, signals, bad input."""
+"""Reliability of training: exact resume, DDP on CPU, atomic checkpoints, the non-finite guard,
+signals, bad input."""
 import json
 import os
 import shutil
@@ -11,14 +12,16 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint, save_checkpoint
-from conftest import ROOT, TINY, assert_same_weights, losses, read_metrics, stop_in_process, train, train_args
+from conftest import (ROOT, TINY, assert_same_weights, losses, read_metrics, stop_in_process,
+                      train, train_args)
 
 
-# what must come back on resume besides the weights: the RNG (dropout), the accumulation, StableAdamW's state,
-# the packed windows, the teacher
+# what must come back on resume besides the weights: the RNG (dropout), the accumulation,
+# StableAdamW's state, the packed windows, the teacher
 RESUME_CASES = {
     'dropout_accumulation': ['--dropout=0.1', '--gradient_accumulation_steps=2'],
-    'stable_adamw': ['--optimizer_name=stable_adamw', '--weight_decay_convention=decoupled', '--decay_1d_params=True'],
+    'stable_adamw': ['--optimizer_name=stable_adamw', '--weight_decay_convention=decoupled',
+                     '--decay_1d_params=True'],
     'packed_documents': ['--pack_documents=True', '--dropout=0.1'],
     'distillation': ['--teacher={ckpt}', '--distill_weight=0.7', '--distill_temperature=2.0',
                      '--distill_hidden_weight=0.5'],
@@ -42,10 +45,12 @@ def test_resumed_run_equals_uninterrupted(data_root, tmp_path, case, request):
 
 
 def test_ddp_on_cpu_equals_one_process_with_the_same_accumulation(data_root, tmp_path):
-    args = [*TINY, f'--data_root={data_root}', '--max_iters=4', '--eval_interval=4', '--gradient_accumulation_steps=4']
-    train(data_root, tmp_path / 'single', '--max_iters=4', '--eval_interval=4', '--gradient_accumulation_steps=4')
-    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node=2',
-                          'train.py', *args, f'--out_dir={tmp_path / "ddp"}'],
+    args = [*TINY, f'--data_root={data_root}', '--max_iters=4', '--eval_interval=4',
+            '--gradient_accumulation_steps=4']
+    train(data_root, tmp_path / 'single', '--max_iters=4', '--eval_interval=4',
+          '--gradient_accumulation_steps=4')
+    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone',
+                          '--nproc_per_node=2', 'train.py', *args, f'--out_dir={tmp_path / "ddp"}'],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     single, two = losses(tmp_path / 'single'), losses(tmp_path / 'ddp')
@@ -53,7 +58,8 @@ def test_ddp_on_cpu_equals_one_process_with_the_same_accumulation(data_root, tmp
     for it in single:
         assert single[it] == pytest.approx(two[it], rel=1e-5)
     val = [m['val_loss'] for m in read_metrics(tmp_path / 'single') if 'val_loss' in m]
-    assert val == pytest.approx([m['val_loss'] for m in read_metrics(tmp_path / 'ddp') if 'val_loss' in m], rel=1e-5)
+    assert val == pytest.approx([m['val_loss'] for m in read_metrics(tmp_path / 'ddp')
+                                 if 'val_loss' in m], rel=1e-5)
     assert_same_weights(tmp_path / 'single', tmp_path / 'ddp', exact=False)
 
 
@@ -95,7 +101,8 @@ def test_killed_save_keeps_the_old_checkpoint(tmp_path):
     writer.wait()
     assert torch.load(path, weights_only=True)['iter_num'] in (1, 2)  # old or new, never partial
     save_checkpoint({'iter_num': 3}, str(path))  # the next save clears what the killed one left
-    assert os.listdir(tmp_path) == ['ckpt.pt'] and torch.load(path, weights_only=True)['iter_num'] == 3
+    assert os.listdir(tmp_path) == ['ckpt.pt'] and \
+        torch.load(path, weights_only=True)['iter_num'] == 3
 
 
 def test_keep_last_checkpoints(data_root, tmp_path):
@@ -105,16 +112,18 @@ def test_keep_last_checkpoints(data_root, tmp_path):
 
 
 def test_nonfinite_guard_skips_and_then_stops(data_root, tmp_path):
-    # the skip is decided on the device and read at the next log point (3 here) or save, whichever comes first
-    train(data_root, tmp_path / 'skip', '--max_iters=4', '--eval_interval=4', '--inject_nonfinite_at=[2]',
-          '--log_interval=3')
+    # the skip is decided on the device and read at the next log point (3 here) or save,
+    # whichever comes first
+    train(data_root, tmp_path / 'skip', '--max_iters=4', '--eval_interval=4',
+          '--inject_nonfinite_at=[2]', '--log_interval=3')
     records = read_metrics(tmp_path / 'skip')
     assert [m['iter'] for m in records if m.get('skipped_nonfinite')] == [2]
     assert load_checkpoint(str(tmp_path / 'skip' / 'ckpt.pt'))['progress']['skipped_steps'] == 1
-    # three bad steps in a row with max_skipped_steps=3: a clear stop; the last checkpoint (iter 4, saved before
-    # that iteration's step) holds finite weights, since skipped steps never touch them
-    result = train(data_root, tmp_path / 'stop', '--max_iters=8', '--eval_interval=2', '--max_skipped_steps=3',
-                   '--inject_nonfinite_at=[3, 4, 5]', '--log_interval=5', check=False)
+    # three bad steps in a row with max_skipped_steps=3: a clear stop; the last checkpoint (iter 4,
+    # saved before that iteration's step) holds finite weights, since skipped steps never touch them
+    result = train(data_root, tmp_path / 'stop', '--max_iters=8', '--eval_interval=2',
+                   '--max_skipped_steps=3', '--inject_nonfinite_at=[3, 4, 5]',
+                   '--log_interval=5', check=False)
     assert result.returncode != 0
     assert '3 consecutive non-finite steps at iter 5' in result.stderr.strip().splitlines()[-1]
     ckpt = load_checkpoint(str(tmp_path / 'stop' / 'ckpt.pt'))
@@ -123,11 +132,13 @@ def test_nonfinite_guard_skips_and_then_stops(data_root, tmp_path):
 
 def test_sigterm_saves_and_resume_continues(data_root, tmp_path):
     out = tmp_path / 'run'
-    cmd = [sys.executable, 'train.py', *TINY, f'--data_root={data_root}', f'--out_dir={out}', '--max_iters=100000',
-           '--eval_interval=1000']
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cmd = [sys.executable, 'train.py', *TINY, f'--data_root={data_root}', f'--out_dir={out}',
+           '--max_iters=100000', '--eval_interval=1000']
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not (os.path.exists(out / 'metrics.jsonl') and len(losses(out)) >= 3):
+    while time.time() < deadline and not (os.path.exists(out / 'metrics.jsonl')
+                                          and len(losses(out)) >= 3):
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
@@ -135,7 +146,8 @@ def test_sigterm_saves_and_resume_continues(data_root, tmp_path):
     assert 'stopped by signal' in stdout
     stopped_at = load_checkpoint(str(out / 'ckpt.pt'))['iter_num']
     assert stopped_at >= 3
-    train(data_root, out, '--eval_interval=1000', '--init_from=resume', f'--max_iters={stopped_at + 2}')
+    train(data_root, out, '--eval_interval=1000', '--init_from=resume',
+          f'--max_iters={stopped_at + 2}')
     assert max(losses(out)) == stopped_at + 1
 
 
@@ -148,9 +160,9 @@ def trained(data_root, tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def bad_files(data_root, trained, tmp_path_factory):
-    """Files users really have: a half-written checkpoint, a bare tensor, a text file named .pt, a corrupt meta.json,
-    one from an older prepare.py, a dataset without counts.npy, a truncated vocab_K.pt, and a GUIDE student where a
-    run's ckpt.pt should be."""
+    """Files users really have: a half-written checkpoint, a bare tensor, a text file named .pt, a
+    corrupt meta.json, one from an older prepare.py, a dataset without counts.npy, a truncated
+    vocab_K.pt, and a GUIDE student where a run's ckpt.pt should be."""
     bad = tmp_path_factory.mktemp('bad')
     ckpt = (trained / 'ckpt.pt').read_bytes()
     (bad / 'truncated.pt').write_bytes(ckpt[:len(ckpt) // 2])
@@ -177,56 +189,73 @@ BAD_INPUT = {
     'bad value': (['--lr_schedule=triangle'], "lr_schedule='triangle'"),
     'bad type': (['--batch_size=4.5'], 'expected int'),
     'missing dataset': (['--dataset=nonexistent'], 'python prepare.py --dataset=nonexistent'),
-    'scratch over a checkpoint': (['--max_iters=1'], '--init_from=resume to continue that run, another --out_dir'),
-    'checkpoint init over a run': (['--init_from={ckpt}', '--max_iters=1'], 'ckpt.pt exists; use --init_from=resume'),
-    'hub init over a run': (['--init_from=hf:answerdotai/ModernBERT-base'], 'ckpt.pt exists; use --init_from=resume'),
-    'truncated checkpoint': (['--init_from={bad}/truncated.pt', '--out_dir={tmp}'], 'not a complete checkpoint'),
-    'bare tensor checkpoint': (['--init_from={bad}/tensor.pt', '--out_dir={tmp}'], 'not a nanoBERT checkpoint'),
-    'text file checkpoint': (['--init_from={bad}/text.pt', '--out_dir={tmp}'], 'not a complete checkpoint'),
-    'GUIDE student resumed': (['--init_from=resume', '--out_dir={bad}/student_run'], 'not a train.py checkpoint'),
+    'scratch over a checkpoint': (['--max_iters=1'],
+                                  '--init_from=resume to continue that run, another --out_dir'),
+    'checkpoint init over a run': (['--init_from={ckpt}', '--max_iters=1'],
+                                   'ckpt.pt exists; use --init_from=resume'),
+    'hub init over a run': (['--init_from=hf:answerdotai/ModernBERT-base'],
+                            'ckpt.pt exists; use --init_from=resume'),
+    'truncated checkpoint': (['--init_from={bad}/truncated.pt', '--out_dir={tmp}'],
+                             'not a complete checkpoint'),
+    'bare tensor checkpoint': (['--init_from={bad}/tensor.pt', '--out_dir={tmp}'],
+                               'not a nanoBERT checkpoint'),
+    'text file checkpoint': (['--init_from={bad}/text.pt', '--out_dir={tmp}'],
+                             'not a complete checkpoint'),
+    'GUIDE student resumed': (['--init_from=resume', '--out_dir={bad}/student_run'],
+                              'not a train.py checkpoint'),
     'corrupt meta.json': (['--data_root={bad}/data', '--out_dir={tmp}'], 'does not read as JSON'),
-    'meta.json of an older prepare.py': (['--data_root={bad}/old', '--out_dir={tmp}'], 'lacks tokenizer_fingerprint'),
+    'meta.json of an older prepare.py': (['--data_root={bad}/old', '--out_dir={tmp}'],
+                                         'lacks tokenizer_fingerprint'),
     'dataset without counts.npy': (['--data_root={bad}/nocounts', '--out_dir={tmp}'],
                                    'counts.npy is missing; run: python prepare.py'),
     'truncated remapping file': (['--vocab_remapping_file={bad}/vocab_512.pt', '--out_dir={tmp}'],
                                  'not a complete vocab_K.pt'),
-    'other architecture': (['--init_from={ckpt}', '--arch=neobert', '--out_dir={tmp}'], 'holds a modernbert model'),
-    'other vocabulary': (['--vocab_remapping_file={data}/shakespeare/vocab_512.pt', '--init_from={ckpt}',
-                          '--out_dir={tmp}'], "model's vocabulary (50368) does not match the dataset's (512)"),
+    'other architecture': (['--init_from={ckpt}', '--arch=neobert', '--out_dir={tmp}'],
+                           'holds a modernbert model'),
+    'other vocabulary': (['--vocab_remapping_file={data}/shakespeare/vocab_512.pt',
+                          '--init_from={ckpt}', '--out_dir={tmp}'],
+                         "model's vocabulary (50368) does not match the dataset's (512)"),
     'resume without checkpoint': (['--init_from=resume', '--out_dir={tmp}'], 'no checkpoint at'),
-    'block beyond positions': (['--block_size=256', '--max_position_embeddings=128', '--out_dir={tmp}'],
+    'block beyond positions': (['--block_size=256', '--max_position_embeddings=128',
+                                '--out_dir={tmp}'],
                                'block_size=256 exceeds max_position_embeddings=128'),
     'attention implementation': (['--attn_implementation=flash', '--out_dir={tmp}'],
                                  "attn_implementation='flash' is not one of auto, sdpa, flex"),
     'flex on the CPU': (['--attn_implementation=flex', '--out_dir={tmp}'], 'trains only on CUDA'),
-    'zero accumulation': (['--gradient_accumulation_steps=0', '--out_dir={tmp}'], 'must be at least 1'),
-    'masking probabilities': (['--mask_token_prob=0.8', '--random_token_prob=0.3'], 'sum to at most 1'),
+    'zero accumulation': (['--gradient_accumulation_steps=0', '--out_dir={tmp}'],
+                          'must be at least 1'),
+    'masking probabilities': (['--mask_token_prob=0.8', '--random_token_prob=0.3'],
+                              'sum to at most 1'),
     'missing remap file': (['--vocab_remapping_file=nope.pt', '--out_dir={tmp}'],
                            "vocab_remapping_file 'nope.pt' not found"),
 }
 
 
 @pytest.mark.parametrize('case', BAD_INPUT)
-def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, trained, bad_files, tmp_path):
+def test_bad_input_is_one_clear_line_and_changes_nothing(case, data_root, trained,
+                                                         bad_files, tmp_path):
     args, expected = BAD_INPUT[case]
     before = {f: (trained / f).read_bytes() for f in os.listdir(trained)}
-    args = [a.format(ckpt=trained / 'ckpt.pt', tmp=tmp_path / 'new', data=data_root, bad=bad_files) for a in args]
+    args = [a.format(ckpt=trained / 'ckpt.pt', tmp=tmp_path / 'new', data=data_root, bad=bad_files)
+            for a in args]
     message = stop_in_process('train.py', *train_args(data_root, trained, *args))
     assert len(message.splitlines()) == 1 and expected in message, message
     assert {f: (trained / f).read_bytes() for f in os.listdir(trained)} == before
     assert not (tmp_path / 'new').exists() or not os.listdir(tmp_path / 'new')
 
 
-def test_a_wandb_that_cannot_start_stops_the_run_in_one_line_before_its_log(data_root, tmp_path, monkeypatch):
-    # no API key anywhere (a home of its own, none in the environment), in wandb's default online mode; a process
-    # of its own, so that wandb's state stays out of this one
+def test_a_wandb_that_cannot_start_stops_the_run_in_one_line_before_its_log(data_root, tmp_path,
+                                                                            monkeypatch):
+    # no API key anywhere (a home of its own, none in the environment), in wandb's default online
+    # mode; a process of its own, so that wandb's state stays out of this one
     for name in ('WANDB_API_KEY', 'WANDB_MODE', 'NETRC'):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv('HOME', str(tmp_path / 'home'))
     monkeypatch.setenv('WANDB_DIR', str(tmp_path))
     result = train(data_root, tmp_path / 'run', '--max_iters=1', '--wandb_log=True', check=False)
     assert result.returncode == 1 and 'Traceback' not in result.stderr, result.stderr
-    assert 'wandb cannot start' in result.stderr.splitlines()[-1] and '--wandb_log=False' in result.stderr
+    assert 'wandb cannot start' in result.stderr.splitlines()[-1] and \
+        '--wandb_log=False' in result.stderr
     assert not (tmp_path / 'run' / 'metrics.jsonl').exists()
 
 
@@ -237,14 +266,16 @@ def test_files_of_another_dataset_preparation_are_refused(data_root, trained, tm
     (other / 'meta.json').write_text(meta)
     result = train(tmp_path / 'data', trained, '--init_from=resume', '--max_iters=3', check=False)
     assert result.returncode != 0 and 'different preparation' in result.stderr
-    # a checkpoint in the shrunken vocabulary reads ids that only mean something in its own preparation
+    # a checkpoint in the shrunken vocabulary reads ids that only mean something in its
+    # own preparation
     shrunk = load_checkpoint(str(trained / 'ckpt.pt'))
     shrunk['state']['remapping'] = True
     save_checkpoint(shrunk, str(tmp_path / 'shrunk.pt'))
-    result = train(tmp_path / 'data', tmp_path / 'new', f'--init_from={tmp_path / "shrunk.pt"}', check=False)
+    result = train(tmp_path / 'data', tmp_path / 'new',
+                   f'--init_from={tmp_path / "shrunk.pt"}', check=False)
     assert result.returncode != 0 and 'different preparation' in result.stderr
-    result = train(tmp_path / 'data', tmp_path / 'new', f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt',
-                   check=False)
+    result = train(tmp_path / 'data', tmp_path / 'new',
+                   f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt', check=False)
     assert result.returncode != 0 and 'was made from another preparation' in result.stderr
     assert not (tmp_path / 'new').exists()
 
@@ -257,16 +288,20 @@ def test_resumes_a_checkpoint_that_keeps_its_counters_in_state(data_root, traine
     save_checkpoint(old, str(tmp_path / 'run' / 'ckpt.pt'))
     train(data_root, tmp_path / 'run', '--init_from=resume', '--max_iters=3', '--eval_interval=2')
     new = load_checkpoint(str(tmp_path / 'run' / 'ckpt.pt'))
-    assert new['iter_num'] == 3 and 'tokens' not in new['state'] and new['progress']['tokens'] == tokens_at_2 * 3 // 2
+    assert new['iter_num'] == 3 and 'tokens' not in new['state'] and \
+        new['progress']['tokens'] == tokens_at_2 * 3 // 2
 
 
 @pytest.mark.parametrize('bad', ['truncated.pt', 'tensor.pt', 'text.pt'])
-@pytest.mark.parametrize('script, option, out', [('export_hf.py', '--ckpt', '--out'), ('fill_mask.py', '--ckpt', None),
+@pytest.mark.parametrize('script, option, out', [('export_hf.py', '--ckpt', '--out'),
+                                                 ('fill_mask.py', '--ckpt', None),
                                                  ('init_guide.py', '--teacher', '--out')])
-def test_every_script_refuses_an_unreadable_checkpoint_in_one_line(script, option, out, bad, bad_files, tmp_path):
+def test_every_script_refuses_an_unreadable_checkpoint_in_one_line(script, option, out, bad,
+                                                                   bad_files, tmp_path):
     outputs = [f'{out}={tmp_path / "out"}'] if out else []
     message = stop_in_process(script, f'{option}={bad_files / bad}', *outputs)
-    assert len(message.splitlines()) == 1 and str(bad_files / bad) in message and 'checkpoint' in message, message
+    assert len(message.splitlines()) == 1 and str(bad_files / bad) in message and \
+        'checkpoint' in message, message
     assert not (tmp_path / 'out').exists()
 
 

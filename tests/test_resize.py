@@ -1,5 +1,5 @@
-"""Grow-as-you-go vocabulary in model.py: resize_vocabulary (gather and append), gather_vocab_rows (weights and AdamW
-moments), set_embedding_finetune_mode, vocab_parameter_names."""
+"""Grow-as-you-go vocabulary in model.py: resize_vocabulary (gather and append), gather_vocab_rows
+(weights and AdamW moments), set_embedding_finetune_mode, vocab_parameter_names."""
 
 import copy
 import dataclasses
@@ -20,7 +20,8 @@ K = 5 + len(FREQUENT)  # shrunken slots: 4 specials, RARE, the frequent tokens
 
 
 def shrink_mapping() -> torch.Tensor:
-    """full id -> shrunken id, laid out like prepare.py: specials first, then RARE, then the frequent tokens."""
+    """full id -> shrunken id, laid out like prepare.py: specials first, then RARE, then the
+    frequent tokens."""
     full_to_shrunk = torch.full((FULL_V,), RARE, dtype=torch.long)
     for slot, full in enumerate(FULL_SPECIALS.values()):
         full_to_shrunk[full] = slot
@@ -31,9 +32,9 @@ def shrink_mapping() -> torch.Tensor:
 
 def shrunk_model(arch: str, **kw) -> Encoder:
     torch.manual_seed(0)
-    cfg = EncoderConfig(arch=arch, vocab_size=K, hidden_size=32, intermediate_size=48, num_hidden_layers=4,
-                        num_attention_heads=4, local_attention=8, pad_token_id=0, cls_token_id=1, sep_token_id=2,
-                        mask_token_id=3, **kw)
+    cfg = EncoderConfig(arch=arch, vocab_size=K, hidden_size=32, intermediate_size=48,
+                        num_hidden_layers=4, num_attention_heads=4, local_attention=8,
+                        pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3, **kw)
     m = Encoder(cfg).eval()
     with torch.no_grad():  # off the init, so the decoder bias matters
         for p in m.parameters():
@@ -68,11 +69,13 @@ def test_gather_resize_preserves_the_function(arch):
     assert (after[..., rare].logsumexp(-1) - before[..., RARE]).abs()[real].max() <= TOL
     assert (after.logsumexp(-1) - before.logsumexp(-1)).abs()[real].max() <= TOL
     assert new.config.vocab_size == FULL_V and new.decoder.out_features == FULL_V
-    assert {k: getattr(new.config, k) for k in FULL_SPECIALS} == FULL_SPECIALS  # ids follow their rows
+    # ids follow their rows
+    assert {k: getattr(new.config, k) for k in FULL_SPECIALS} == FULL_SPECIALS
     assert new.model.tok_embeddings.padding_idx == FULL_SPECIALS['pad_token_id']
     tied = new.decoder.weight is new.model.tok_embeddings.weight
     assert tied == (arch == 'modernbert')
-    # a checkpoint of the grown model rebuilds from its config (train.py stores asdict(config) as model_args)
+    # a checkpoint of the grown model rebuilds from its config (train.py stores asdict(config)
+    # as model_args)
     rebuilt = Encoder(EncoderConfig(**dataclasses.asdict(new.config)))
     rebuilt.load_state_dict(new.state_dict(), strict=True)
 
@@ -135,11 +138,13 @@ def test_embedding_finetune_mode_freezes_everything_else(arch):
     m.resize_vocabulary(FULL_V, RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
     m.set_embedding_finetune_mode(True)
     vocab = set(m.vocab_parameter_names())
-    assert vocab == ({'model.embeddings.tok_embeddings.weight', 'decoder.bias'} if arch == 'modernbert'
+    assert vocab == ({'model.embeddings.tok_embeddings.weight', 'decoder.bias'}
+                     if arch == 'modernbert'
                      else {'model.encoder.weight', 'decoder.weight', 'decoder.bias'})
     assert {n for n, p in m.named_parameters() if p.requires_grad} == vocab
     before = {n: p.detach().clone() for n, p in m.named_parameters()}
-    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), 'cpu')  # weight decay would move frozen ones too
+    # weight decay would move frozen ones too
+    opt = configure_optimizers(m, 0.1, 1e-2, (0.9, 0.95), 'cpu')
     ids, mask = full_batch()
     m.train()
     for _ in range(3):
@@ -148,7 +153,8 @@ def test_embedding_finetune_mode_freezes_everything_else(arch):
         opt.step()
         opt.zero_grad()
     for n, p in m.named_parameters():
-        assert torch.equal(p, before[n]) != (n in vocab), n  # frozen: identical; vocabulary: trained
+        # frozen: identical; vocabulary: trained
+        assert torch.equal(p, before[n]) != (n in vocab), n
     m.set_embedding_finetune_mode(False)
     assert all(p.requires_grad for p in m.parameters())
 
@@ -159,7 +165,8 @@ def test_gather_vocab_rows_for_optimizer_moments():
     moment = torch.rand(K, 6) + 0.5
     gathered = gather_vocab_rows(moment, FULL_V, RARE, f2s, zero_new_rows=True)
     assert torch.equal(gathered[~rare], moment[f2s[~rare]])
-    assert torch.equal(gathered[rare], torch.zeros(int(rare.sum()), 6))  # the rare group starts fresh
+    # the rare group starts fresh
+    assert torch.equal(gathered[rare], torch.zeros(int(rare.sum()), 6))
     bias_moment = torch.rand(K) + 0.5
     appended = gather_vocab_rows(bias_moment, K + 3, source_token_id=RARE, zero_new_rows=True)
     assert torch.equal(appended[:K], bias_moment) and torch.equal(appended[K:], torch.zeros(3))
@@ -172,13 +179,15 @@ def test_gather_vocab_rows_for_optimizer_moments():
     (dict(full_to_shrunk=torch.full((FULL_V,), K)), r'\[0, 12\)'),
     (dict(source_token_id=K), 'source_token_id'),
     (dict(full_to_shrunk=None, new_vocab_size=K - 1), 'smaller'),
-    (dict(full_to_shrunk=shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)), 'special_ids'),
+    (dict(full_to_shrunk=shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)),
+     'special_ids'),
 ])
 def test_bad_resize_is_rejected_and_changes_nothing(kwargs, word):
     m = shrunk_model('neobert')
     state = {k: v.clone() for k, v in m.state_dict().items()}
     config = copy.deepcopy(m.config)
-    args = dict(new_vocab_size=FULL_V, source_token_id=RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
+    args = dict(new_vocab_size=FULL_V, source_token_id=RARE, noise_std=0.01,
+                full_to_shrunk=shrink_mapping())
     with pytest.raises(ValueError, match=word):
         m.resize_vocabulary(**{**args, **kwargs})
     assert m.config == config
@@ -187,6 +196,7 @@ def test_bad_resize_is_rejected_and_changes_nothing(kwargs, word):
 
 def test_special_ids_can_be_given():
     m = shrunk_model('modernbert')
-    f2s = shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)  # [PAD] lost to RARE: say where it is
+    # [PAD] lost to RARE: say where it is
+    f2s = shrink_mapping().masked_fill(torch.arange(FULL_V) == 30, RARE)
     m.resize_vocabulary(FULL_V, RARE, 0.0, full_to_shrunk=f2s, special_ids={'pad_token_id': 35})
     assert m.config.pad_token_id == 35 and m.config.mask_token_id == 33

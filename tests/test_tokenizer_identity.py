@@ -1,5 +1,6 @@
-"""The path a ModernBERT user takes with ModernBERT's own tokenizer (teacher folder -> prepare -> GUIDE student ->
-train -> export -> pipeline), and the refusals wherever a model meets data of another tokenizer with as many ids."""
+"""The path a ModernBERT user takes with ModernBERT's own tokenizer (teacher folder -> prepare ->
+GUIDE student -> train -> export -> pipeline), and the refusals wherever a model meets data of
+another tokenizer with as many ids."""
 import json
 import shutil
 
@@ -17,35 +18,39 @@ from hf import load_pretrained, save_pretrained
 from model import Encoder, EncoderConfig
 from tokenizer import data_tokenizer, gpt2_hf_tokenizer, modernbert_hf_tokenizer
 
-STUDENT = ['--hidden_size=32', '--num_hidden_layers=2', '--num_attention_heads=1', '--intermediate_size=48']
+STUDENT = ['--hidden_size=32', '--num_hidden_layers=2', '--num_attention_heads=1',
+           '--intermediate_size=48']
 SENTENCE = 'The capital of France is [MASK].'
 
 
 @pytest.fixture(scope='module')
 def teacher(tmp_path_factory) -> str:
-    """A ModernBERT-architecture teacher in ModernBERT's vocabulary, saved as a transformers folder with ModernBERT's
-    tokenizer files beside it (what a hub download of answerdotai/ModernBERT-base holds, at toy size)."""
+    """A ModernBERT-architecture teacher in ModernBERT's vocabulary, saved as a transformers folder
+    with ModernBERT's tokenizer files beside it (what a hub download of answerdotai/ModernBERT-base
+    holds, at toy size)."""
     folder = tmp_path_factory.mktemp('teacher')
     torch.manual_seed(0)
-    save_pretrained(Encoder(EncoderConfig(vocab_size=50368, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
-                                          num_attention_heads=2, local_attention=16)), str(folder))
+    save_pretrained(Encoder(EncoderConfig(vocab_size=50368, hidden_size=64, intermediate_size=96,
+                                          num_hidden_layers=3, num_attention_heads=2,
+                                          local_attention=16)), str(folder))
     modernbert_hf_tokenizer().save_pretrained(str(folder))
     return str(folder)
 
 
 @pytest.fixture(scope='module')
 def plays(tmp_path_factory, teacher):
-    """A corpus of eight plays' openings, prepared with the teacher's folder as the tokenizer and with
-    --tokenizer=modernbert: the same tokenizer, so the same fingerprint either way."""
+    """A corpus of eight plays' openings, prepared with the teacher's folder as the tokenizer and
+    with --tokenizer=modernbert: the same tokenizer, so the same fingerprint either way."""
     corpus, root = tmp_path_factory.mktemp('corpus'), tmp_path_factory.mktemp('data')
     for name, text in list(shakespeare_texts().items())[:8]:
         (corpus / name).write_text(text[:30_000])
     metas = {}
     for out, tokenizer in (('plays', teacher), ('plays_builtin', 'modernbert')):
-        assert prepare.main([f'--dataset={corpus}', f'--tokenizer={tokenizer}', f'--out_dir={root / out}',
-                             '--num_proc=1']) == 0
+        assert prepare.main([f'--dataset={corpus}', f'--tokenizer={tokenizer}',
+                             f'--out_dir={root / out}', '--num_proc=1']) == 0
         metas[out] = json.loads((root / out / 'meta.json').read_text())
-    assert metas['plays']['tokenizer_fingerprint'] == metas['plays_builtin']['tokenizer_fingerprint']
+    assert metas['plays']['tokenizer_fingerprint'] == \
+        metas['plays_builtin']['tokenizer_fingerprint']
     assert metas['plays']['mask_token_id'] == 50284
     return root
 
@@ -53,10 +58,11 @@ def plays(tmp_path_factory, teacher):
 @pytest.fixture(scope='module')
 def trained_student(tmp_path_factory, teacher, plays) -> str:
     out = tmp_path_factory.mktemp('student')
-    init_guide.main([f'--teacher={teacher}', '--dataset=plays', f'--data_root={plays}', f'--out={out / "student.pt"}',
-                     *STUDENT])
-    train(plays, out / 'run', '--dataset=plays', f'--init_from={out / "student.pt"}', '--max_iters=4',
-          '--eval_interval=4', '--eval_iters=2', '--block_size=64', '--batch_size=4')
+    init_guide.main([f'--teacher={teacher}', '--dataset=plays', f'--data_root={plays}',
+                     f'--out={out / "student.pt"}', *STUDENT])
+    train(plays, out / 'run', '--dataset=plays', f'--init_from={out / "student.pt"}',
+          '--max_iters=4', '--eval_interval=4', '--eval_iters=2', '--block_size=64',
+          '--batch_size=4')
     return str(out)
 
 
@@ -85,30 +91,37 @@ def test_guide_student_trains_and_exports_with_modernbert_tokenizer(trained_stud
     assert len(MaskFiller(ckpt)(SENTENCE, top_k=3)[0]) == 3
 
 
-def test_models_of_one_tokenizer_refuse_data_of_another(trained_student, teacher, data_root, tmp_path):
-    # the default gpt2 data has 50,368 ids too: every size check passes, the tokenizer check does not
+def test_models_of_one_tokenizer_refuse_data_of_another(trained_student, teacher,
+                                                        data_root, tmp_path):
+    # the default gpt2 data has 50,368 ids too: every size check passes, the tokenizer check
+    # does not
     student = f'{trained_student}/student.pt'
     for init in (student, f'hf:{teacher}', f'{trained_student}/run/ckpt.pt'):
         result = train(data_root, tmp_path / 'run', f'--init_from={init}', check=False)
         one_line_failure(result, 'is tokenized with gpt2', 'python prepare.py --tokenizer=')
         assert not (tmp_path / 'run').exists()
-    result = run_script('init_guide.py', f'--teacher={teacher}', '--dataset=shakespeare', f'--data_root={data_root}',
-                        f'--out={tmp_path / "s.pt"}', *STUDENT, check=False)
+    result = run_script('init_guide.py', f'--teacher={teacher}', '--dataset=shakespeare',
+                        f'--data_root={data_root}', f'--out={tmp_path / "s.pt"}',
+                        *STUDENT, check=False)
     one_line_failure(result, 'is tokenized with gpt2')
     # a folder with no tokenizer files cannot show what its ids mean
     bare = tmp_path / 'bare'
-    shutil.copytree(teacher, bare, ignore=shutil.ignore_patterns('tokenizer*', 'special_tokens_map.json'))
-    result = run_script('init_guide.py', f'--teacher={bare}', '--dataset=shakespeare', f'--data_root={data_root}',
-                        f'--out={tmp_path / "s.pt"}', *STUDENT, check=False)
+    shutil.copytree(teacher, bare,
+                    ignore=shutil.ignore_patterns('tokenizer*', 'special_tokens_map.json'))
+    result = run_script('init_guide.py', f'--teacher={bare}', '--dataset=shakespeare',
+                        f'--data_root={data_root}', f'--out={tmp_path / "s.pt"}',
+                        *STUDENT, check=False)
     one_line_failure(result, 'records no tokenizer')
     assert not (tmp_path / 's.pt').exists()
 
 
 def test_changed_tokenizers_are_refused_at_export_and_fill_mask(trained_student, tmp_path):
     ckpt = load_checkpoint(f'{trained_student}/run/ckpt.pt')
-    ckpt['tokenizer']['fingerprint'] = '0' * 64  # what the model was trained with is not what loads now
+    # what the model was trained with is not what loads now
+    ckpt['tokenizer']['fingerprint'] = '0' * 64
     save_checkpoint(ckpt, str(tmp_path / 'changed.pt'))
-    result = run_script('export_hf.py', f'--ckpt={tmp_path / "changed.pt"}', f'--out={tmp_path / "hf"}', check=False)
+    result = run_script('export_hf.py', f'--ckpt={tmp_path / "changed.pt"}',
+                        f'--out={tmp_path / "hf"}', check=False)
     one_line_failure(result, 'is not the one', 'was trained with')
     assert not (tmp_path / 'hf').exists()
     result = run_script('fill_mask.py', f'--ckpt={tmp_path / "changed.pt"}', check=False)

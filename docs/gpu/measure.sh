@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The GPU measurements (docs/gpu/README.md), as named steps that fit a GPU machine held for at most 30 minutes:
-# about 26 minutes for all of them on one H100 with a cold compile cache, so a session runs them in three calls of
-# under 10 minutes: `preflight test_cuda train_gap`, `bench_small bench_base`, `bench_base8192 phases`
-# (`levers`, then `curriculum`, when a session has time left). Each step has a time limit and its own timestamped
-# log; one still running at its limit prints where every thread was; a failing step does not stop the next; each
-# bench writes its rows as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
+# The GPU measurements (docs/gpu/README.md), as named steps that fit a GPU machine held for at most
+# 30 minutes: about 26 minutes for all of them on one H100 with a cold compile cache, so a session
+# runs them in three calls of under 10 minutes: `preflight test_cuda train_gap`,
+# `bench_small bench_base`, `bench_base8192 phases` (`levers`, then `curriculum`, when a session has
+# time left). Each step has a time limit and its own timestamped log; one still running at its limit
+# prints where every thread was; a failing step does not stop the next; each bench writes its rows
+# as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
 # (python prepare.py --shrink_vocab=2048,4096,8192).
-#   bash docs/gpu/measure.sh results/                          # every step, in order
-#   bash docs/gpu/measure.sh results/ preflight train_gap      # some of them; `tail results/progress` to follow
+#   bash docs/gpu/measure.sh results/                      # every step, in order
+#   bash docs/gpu/measure.sh results/ preflight train_gap  # some; `tail results/progress` to follow
 set -u
 R=${1:?give a folder for the logs}
 shift
@@ -22,8 +23,8 @@ stamp() {  # each line of the log with the time it came
     while IFS= read -r line; do printf '%s %s\n' "$(date +%T)" "$line"; done
 }
 
-run() {  # run NAME SECONDS COMMAND...: one timed command with its own log; one still running at its limit gets
-    # SIGABRT, on which Python (PYTHONFAULTHANDLER) prints where every thread was
+run() {  # run NAME SECONDS COMMAND...: one timed command with its own log; one still running at its
+    # limit gets SIGABRT, on which Python (PYTHONFAULTHANDLER) prints where every thread was
     local name=$1 limit=$2 rc
     shift 2
     echo "$(date +%T) start $name" >>"$R/progress"
@@ -32,14 +33,16 @@ run() {  # run NAME SECONDS COMMAND...: one timed command with its own log; one 
     echo "$(date +%T) end $name rc=$rc" >>"$R/progress"
 }
 
-train_row() {  # train_row NAME: train.py's median tokens/s past compilation, as a row beside the bench's
+train_row() {  # train_row NAME: train.py's median tokens/s past compilation, beside the bench rows
     $PY - "$R/out-$1/metrics.jsonl" "$1" >>"$R/train_rows.jsonl" <<'EOF'
 import json, statistics, sys
 import torch
 records = [json.loads(line) for line in open(sys.argv[1])]
-steps = [r for r in records if "tokens_per_s" in r and r["iter"] >= 30]  # past compilation and warm-up
-print(json.dumps(dict(impl="train.py", variant=sys.argv[2], device="cuda", device_name=torch.cuda.get_device_name(),
-                      shape="small", block=1024, tokens_per_s=statistics.median(r["tokens_per_s"] for r in steps),
+# past compilation and warm-up
+steps = [r for r in records if "tokens_per_s" in r and r["iter"] >= 30]
+print(json.dumps(dict(impl="train.py", variant=sys.argv[2], device="cuda",
+                      device_name=torch.cuda.get_device_name(), shape="small", block=1024,
+                      tokens_per_s=statistics.median(r["tokens_per_s"] for r in steps),
                       mfu=statistics.median(r["mfu"] for r in steps), log_points=len(steps))))
 EOF
 }
@@ -47,51 +50,60 @@ EOF
 preflight() {  # versions, the GPU and its free memory, the data
     {
         nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
-        $PY -c "import torch, triton, transformers, numpy; print('torch', torch.__version__, 'triton', \
-triton.__version__, 'transformers', transformers.__version__, 'numpy', numpy.__version__); \
+        $PY -c "import torch, triton, transformers, numpy; \
+print('torch', torch.__version__, 'triton', triton.__version__, \
+'transformers', transformers.__version__, 'numpy', numpy.__version__); \
 print('free GiB', torch.cuda.mem_get_info()[0] / 2**30)"
         ls -l data/shakespeare
     } >"$R/preflight.log" 2>&1
-    [ -f data/shakespeare/vocab_4096.pt ] || { echo "data/shakespeare is not prepared" >>"$R/progress"; exit 1; }
+    [ -f data/shakespeare/vocab_4096.pt ] ||
+        { echo "data/shakespeare is not prepared" >>"$R/progress"; exit 1; }
 }
 
-test_cuda() {  # correctness first: FlexAttention against SDPA, one graph, the optimizer step without a host sync
+# correctness first: FlexAttention against SDPA, one graph, the optimizer step without a host sync
+test_cuda() {
     run test_cuda 300 $PY -m pytest -q tests/test_cuda.py
 }
 
-train_gap() {  # train.py as the recipe has it (documents packed, StableAdamW), and with neither, against the bench
-    local short=(--max_iters=100 --warmup_iters=20 --gradient_accumulation_steps=1 --wandb_log=False
-                 --eval_interval=1000 --eval_iters=2 --checkpoint_interval=0 --always_save_checkpoint=False
-                 --init_from=scratch --overwrite=True)
+# train.py as the recipe has it (documents packed, StableAdamW), and with neither, against the bench
+train_gap() {
+    local short=(--max_iters=100 --warmup_iters=20 --gradient_accumulation_steps=1
+                 --wandb_log=False --eval_interval=1000 --eval_iters=2 --checkpoint_interval=0
+                 --always_save_checkpoint=False --init_from=scratch --overwrite=True)
     run train_as_is 290 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-as_is"
-    run train_neither 210 $PY train.py config/small_mlm.py "${short[@]}" --out_dir="$R/out-neither" \
-        --pack_documents=False --optimizer_name=adamw --weight_decay_convention=torch --weight_decay=0.0125
+    run train_neither 210 $PY train.py config/small_mlm.py "${short[@]}" \
+        --out_dir="$R/out-neither" --pack_documents=False --optimizer_name=adamw \
+        --weight_decay_convention=torch --weight_decay=0.0125
     train_row as_is
     train_row neither
 }
 
 bench_small() {  # ModernBERT-small at T 1,024: HF best, ours compiled, ours with documents packed
-    run bench_small 330 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
-        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw --out="$R/bench_small.json"
+    run bench_small 330 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 \
+        --shrunk_vocab=0 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
+        --out="$R/bench_small.json"
 }
 
 bench_base() {  # ModernBERT-base at T 1,024
-    run bench_base 330 $PY bench.py --shapes=base --block_sizes=1024 --batch_size=32 --shrunk_vocab=0 \
-        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw --out="$R/bench_base.json"
+    run bench_base 330 $PY bench.py --shapes=base --block_sizes=1024 --batch_size=32 \
+        --shrunk_vocab=0 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
+        --out="$R/bench_base.json"
 }
 
-bench_base8192() {  # ModernBERT-base at T 8,192: a variant that does not fit is reported as out of memory.
-    # Kernels compile in the main process here, so a compile that overruns its limit shows in the traceback as the
-    # Triton kernel being built; the generated modules that traceback names are kept beside the log.
-    TORCHINDUCTOR_COMPILE_THREADS=1 run bench_base8192 400 $PY bench.py --shapes=base --block_sizes=8192 \
-        --batch_size=4 --shrunk_vocab=0 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
-        --out="$R/bench_base8192.json"
+# ModernBERT-base at T 8,192: a variant that does not fit is reported as out of memory. Kernels
+# compile in the main process here, so a compile that overruns its limit shows in the traceback as
+# the Triton kernel being built; the generated modules that traceback names are kept beside the log.
+bench_base8192() {
+    TORCHINDUCTOR_COMPILE_THREADS=1 run bench_base8192 400 $PY bench.py --shapes=base \
+        --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 --hf=best --eager=False --attns=flex \
+        --optimizer_name=stable_adamw --out="$R/bench_base8192.json"
     mkdir -p "$R/bench_base8192_kernels"
     grep -o '/tmp/torchinductor_[^"]*\.py' "$R/bench_base8192.log" | sort -u |
         xargs -r cp -t "$R/bench_base8192_kernels/" 2>/dev/null
 }
 
-levers() {  # ModernBERT-small at T 1,024 compiled with CUDA graphs and with autotuned kernels, against HF best
+# ModernBERT-small at T 1,024 compiled with CUDA graphs and with autotuned kernels, against HF best
+levers() {
     run levers 480 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
         --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
         --compile_modes=reduce-overhead,max-autotune-no-cudagraphs --out="$R/levers.json"
@@ -106,21 +118,24 @@ phases() {  # the recipe's phases moved early: one compile per new shape, and st
  {"name": "set_rope_theta", "value": [160000.0, null], "max_wait_iters": 0},
  {"name": "set_lr", "value": 0.0003, "max_wait_iters": 0}]
 EOF
-    run phases 300 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" --max_iters=140 \
-        --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=20 --eval_iters=2 --wandb_log=False \
-        --out_dir="$R/out-phases" --init_from=scratch --overwrite=True
+    run phases 300 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" \
+        --max_iters=140 --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=20 \
+        --eval_iters=2 --wandb_log=False --out_dir="$R/out-phases" --init_from=scratch \
+        --overwrite=True
 }
 
-curriculum() {  # the curriculum compiled through every operation, stopped (SIGTERM) after one and resumed
+# the curriculum compiled through every operation, stopped (SIGTERM) after one and resumed
+curriculum() {
     cat >"$R/curriculum.json" <<'EOF'
 [{"name": "resize_vocabulary", "value": [null, 0.01], "at_iter": 100},
  {"name": "disable_vocab_remapping", "value": null, "max_wait_iters": 0},
  {"name": "set_embedding_finetune_mode", "value": true, "max_wait_iters": 0},
  {"name": "set_embedding_finetune_mode", "value": false, "max_wait_iters": 100}]
 EOF
-    local args=(config/small_mlm_shrink.py --schedule="$R/curriculum.json" --max_iters=300 --warmup_iters=30
-                --gradient_accumulation_steps=1 --eval_interval=50 --eval_iters=5 --checkpoint_interval=50
-                --wandb_log=False --out_dir="$R/out-curriculum" --init_from=scratch --overwrite=True)
+    local args=(config/small_mlm_shrink.py --schedule="$R/curriculum.json" --max_iters=300
+                --warmup_iters=30 --gradient_accumulation_steps=1 --eval_interval=50 --eval_iters=5
+                --checkpoint_interval=50 --wandb_log=False --out_dir="$R/out-curriculum"
+                --init_from=scratch --overwrite=True)
     echo "$(date +%T) start curriculum" >>"$R/progress"
     timeout 240 $PY train.py "${args[@]}" >"$R/curriculum_1.log" 2>&1 &
     local pid=$! i
