@@ -1,13 +1,15 @@
 """
-The schedule of operations that change a run as it goes: the grow-as-you-go vocabulary curriculum (train in a
-shrunken vocabulary, rare tokens remapped on the fly to one RARE token, then grow) and training phases (the learning
-rate, the masking rate, the batch and block size, RoPE theta: ModernBERT's batch-size warmup and context extension).
-train.py makes one Curriculum and calls `run` once per iteration; everything the schedule changes lives here, and
-what an operation changed comes back to train.py as a Fired.
+The schedule of operations that change a run as it goes: the grow-as-you-go vocabulary curriculum
+(train in a shrunken vocabulary, rare tokens remapped on the fly to one RARE token, then grow) and
+training phases (the learning rate, the masking rate, the batch and block size, RoPE theta:
+ModernBERT's batch-size warmup and context extension). train.py makes one Curriculum and calls `run`
+once per iteration; everything the schedule changes lives here, and what an operation changed comes
+back to train.py as a Fired.
 
-An operation is one function `op_<name>(cur, model, value, it) -> dict` and one line in OPERATIONS. It returns
-{'rebuild': True} when it changes which parameters exist or train (the optimizer is rebuilt, its state carried over by
-parameter name), and {'regather': f} when the vocabulary rows move (f moves AdamW's moments like the weights).
+An operation is one function `op_<name>(cur, model, value, it) -> dict` and one line in OPERATIONS.
+It returns {'rebuild': True} when it changes which parameters exist or train (the optimizer is
+rebuilt, its state carried over by parameter name), and {'regather': f} when the vocabulary rows
+move (f moves AdamW's moments like the weights).
 """
 import os
 from dataclasses import dataclass, field
@@ -21,31 +23,36 @@ from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
 from optim import OptimizerSettings, carried_state, rebuild_optimizer
 
-# the remapping file ---------------------------------------------------------------------------------------------------
+# the remapping file -------------------------------------------------------------------------------
 
 
-def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None, rare_token_id: int | None) -> dict:
-    """The vocab_K.pt a run trains in, checked against its data and its settings; SystemExit with one line."""
+def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
+                   rare_token_id: int | None) -> dict:
+    """The vocab_K.pt a run trains in, checked against its data and its settings; SystemExit with
+    one line."""
     dataset = meta['dataset']
     if not os.path.isfile(path):
         fail(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
              f'--shrink_vocab=K')
-    remap = load_remap(path, f'rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K --force')
+    remap = load_remap(path, f'rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K '
+                             f'--force')
     size = remap['shrunk_vocab_size']
     if remap['fingerprint'] != meta['fingerprint']:
-        fail(f'{path} was made from another preparation than the data; rebuild it: python prepare.py '
-             f'--dataset={dataset} --shrink_vocab={size}')
+        fail(f'{path} was made from another preparation than the data; rebuild it: python '
+             f'prepare.py --dataset={dataset} --shrink_vocab={size}')
     if shrunken_vocab_size not in (None, size):
         fail(f'shrunken_vocab_size={shrunken_vocab_size} but {path} holds {size}; make them agree')
     if rare_token_id not in (None, remap['rare_id']):
-        fail(f"rare_token_id={rare_token_id} but the remapping file's RARE slot is {remap['rare_id']}")
+        fail(f"rare_token_id={rare_token_id} but the remapping file's RARE slot is "
+             f"{remap['rare_id']}")
     return remap
 
 
-# the operations ------------------------------------------------------------------------------------------------------
+# the operations -----------------------------------------------------------------------------------
 
 def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
-    """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is shrunken."""
+    """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is
+    shrunken."""
     source_token_id, noise_std = value
     source_token_id = cur.rare_token_id if source_token_id is None else source_token_id
     shrunken = cur.shrunk_space is not None and model.config.vocab_size == cur.shrunk_space.size
@@ -54,7 +61,8 @@ def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> d
     model.resize_vocabulary(size, source_token_id, noise_std, full_to_shrunk=mapping)
     # AdamW moments follow their rows like the weights; new rows start with zero moments
     return dict(rebuild=True,
-                regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping, zero_new_rows=True))
+                regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping,
+                                                     zero_new_rows=True))
 
 
 def op_set_embedding_finetune_mode(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
@@ -98,30 +106,36 @@ def _is_count(v) -> bool:
 
 # name: (function, check of the value, what the value must be)
 OPERATIONS = {
-    'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple)) and len(v) == 2
-                          and (v[0] is None or isinstance(v[0], int)) and _is_number(v[1]) and v[1] >= 0,
+    'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple))
+                          and len(v) == 2 and (v[0] is None or isinstance(v[0], int))
+                          and _is_number(v[1]) and v[1] >= 0,
                           '[source_token_id (None: RARE), noise_std]'),
-    'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool), 'True or False'),
-    'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True), 'None or True'),
+    'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool),
+                                    'True or False'),
+    'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True),
+                                'None or True'),
     'set_lr': (setter('lr_base'), lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
     'reset_lr_schedule': (op_reset_lr_schedule, lambda v: v in (None, True), 'None or True'),
-    'set_mask_rate': (setter('mask_rate'), lambda v: _is_number(v) and 0 < v < 1, 'a rate in (0, 1)'),
+    'set_mask_rate': (setter('mask_rate'), lambda v: _is_number(v) and 0 < v < 1,
+                      'a rate in (0, 1)'),
     'set_batch_size': (setter('batch_size', int), _is_count, 'a positive micro-batch size'),
     'set_block_size': (setter('block_size', int), _is_count, 'a positive number of tokens'),
     'set_gradient_accumulation_steps': (setter('gradient_accumulation_steps', int), _is_count,
                                         'a positive number of micro-batches (over all ranks)'),
     'set_rope_theta': (op_set_rope_theta, lambda v: isinstance(v, (list, tuple)) and len(v) == 2
-                       and all(t is None or (_is_number(t) and t > 0) for t in v), '[global, local] (None keeps one)'),
+                       and all(t is None or (_is_number(t) and t > 0) for t in v),
+                       '[global, local] (None keeps one)'),
 }
 TRIGGER_KEYS = ('at_iter', 'trigger_loss', 'max_wait_iters')
 
 
 def scheduled_values(schedule: list, name: str) -> list:
-    """The values the schedule's operations called name set (for the checks a run makes before it starts)."""
+    """The values the schedule's operations called name set (for the checks a run makes before it
+    starts)."""
     return [op.get('value') for op in schedule if isinstance(op, dict) and op.get('name') == name]
 
 
-# validation: every problem found before the first step ---------------------------------------------------------------
+# validation: every problem found before the first step --------------------------------------------
 
 def same_point(prev: dict, op: dict) -> bool:
     """Whether op is guaranteed to fire at the same iteration as the operation before it."""
@@ -139,12 +153,14 @@ def _operation_problem(op, where: str) -> str | None:
         return f"{where}: unknown operation; known: {', '.join(OPERATIONS)}"
     unknown = set(op) - {'name', 'value', *TRIGGER_KEYS}
     if unknown:
-        return f"{where}: unknown keys {sorted(unknown)}; allowed: name, value, {', '.join(TRIGGER_KEYS)}"
+        return (f"{where}: unknown keys {sorted(unknown)}; allowed: name, value, "
+                f"{', '.join(TRIGGER_KEYS)}")
     _, check, expected = OPERATIONS[op['name']]
     if not check(op.get('value')):
         return f"{where}: value {op.get('value')!r} must be {expected}"
     if not any(k in op for k in TRIGGER_KEYS):
-        return f'{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or max_wait_iters'
+        return (f'{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or '
+                f'max_wait_iters')
     if 'at_iter' in op and ('trigger_loss' in op or 'max_wait_iters' in op):
         return f'{where}: at_iter cannot be combined with trigger_loss or max_wait_iters'
     for k in ('at_iter', 'max_wait_iters'):
@@ -156,8 +172,9 @@ def _operation_problem(op, where: str) -> str | None:
 
 
 def validate_schedule(ops: list, remapping: bool) -> str | None:
-    """The first problem of the schedule, or None. Simulates which token space the data and the model
-    are in after every point at which operations fire: a step must never see ids beyond the model."""
+    """The first problem of the schedule, or None. Simulates which token space the data and the
+    model are in after every point at which operations fire: a step must never see ids beyond the
+    model."""
     if not isinstance(ops, list):
         return 'must be a list of operations'
     model_space = data_space = 'shrunken' if remapping else 'full'
@@ -169,12 +186,14 @@ def validate_schedule(ops: list, remapping: bool) -> str | None:
         name, where = op['name'], f"operation {i} ({op['name']})"
         if 'at_iter' in op:
             if op['at_iter'] < last_at:
-                return f"{where}: at_iter {op['at_iter']} comes before the previous operation's {last_at}"
+                return (f"{where}: at_iter {op['at_iter']} comes before the previous operation's "
+                        f'{last_at}')
             last_at = op['at_iter']
         if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
-            return (f'operation {i - 1} leaves the data in the {data_space} vocabulary but the model in the '
-                    f'{model_space} one; resize_vocabulary and disable_vocab_remapping must fire together '
-                    f'(same at_iter, or max_wait_iters=0 on the second)')
+            return (f'operation {i - 1} leaves the data in the {data_space} vocabulary but the '
+                    f'model in the {model_space} one; resize_vocabulary and '
+                    f'disable_vocab_remapping must fire together (same at_iter, or '
+                    f'max_wait_iters=0 on the second)')
         if name in ('resize_vocabulary', 'disable_vocab_remapping') and not remapping:
             return f'{where} needs a shrunken vocabulary: set vocab_remapping_file'
         if name == 'resize_vocabulary':
@@ -186,8 +205,9 @@ def validate_schedule(ops: list, remapping: bool) -> str | None:
                 return f'{where}: remapping is already disabled'
             data_space = 'full'
     if model_space != data_space:
-        return (f'the schedule ends with the data in the {data_space} vocabulary but the model in the '
-                f'{model_space} one; add the missing resize_vocabulary or disable_vocab_remapping')
+        return (f'the schedule ends with the data in the {data_space} vocabulary but the model in '
+                f'the {model_space} one; add the missing resize_vocabulary or '
+                f'disable_vocab_remapping')
     return None
 
 
@@ -197,16 +217,19 @@ class Fired:
     records: list = field(default_factory=list)  # one per operation, as logged
     optimizer: torch.optim.Optimizer | None = None  # rebuilt, when the trainable parameters changed
     parked: dict | None = None  # with it, the new optimizer state of frozen parameters (optim.py)
-    shape_changed: bool = False  # the step's batch, block or mask rate: a compiled model needs a new graph
-    space_changed: bool = False  # the data or the model is in another token space: old losses do not compare
+    # the step's batch, block or mask rate: a compiled model needs a new graph
+    shape_changed: bool = False
+    # the data or the model is in another token space: old losses do not compare
+    space_changed: bool = False
 
 
 class Curriculum:
-    """The token spaces, the schedule and the state it changes; the settings it rebuilds the optimizer with."""
+    """The token spaces, the schedule and the state it changes; the settings it rebuilds the
+    optimizer with."""
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
-                 optimizer: OptimizerSettings, learning_rate: float, mask_rate: float, device, seed: int,
-                 shape: dict | None = None):
+                 optimizer: OptimizerSettings, learning_rate: float, mask_rate: float, device,
+                 seed: int, shape: dict | None = None):
         self.schedule = schedule
         self.optimizer = optimizer
         self.seed = seed  # of the resize noise
@@ -222,18 +245,21 @@ class Curriculum:
             mask_rate=mask_rate,
             executed_ops=[],  # one record per executed operation
             last_op_iter=0,
-            **(shape or {}),  # batch_size, block_size, gradient_accumulation_steps: the phase operations set them
+            # batch_size, block_size, gradient_accumulation_steps: the phase operations set them
+            **(shape or {}),
         )
 
     def space(self) -> tuple[torch.Tensor | None, TokenSpace]:
-        """The remapping (full id -> shrunken id, None when off) and the token space the data is in now."""
+        """The remapping (full id -> shrunken id, None when off) and the token space the data is in
+        now."""
         if self.state['remapping']:
             return self.full_to_shrunk, self.shrunk_space
         return None, self.full_space
 
     def due(self, it: int, val_loss: float | None) -> list:
-        """(index, trigger) of the operations that fire now, in order; each waits for the one before. val_loss: the
-        validation loss measured at iteration it, None when it was not evaluated."""
+        """(index, trigger) of the operations that fire now, in order; each waits for the one
+        before. val_loss: the validation loss measured at iteration it, None when it was not
+        evaluated."""
         fired, last_op_iter = [], self.state['last_op_iter']
         for i in range(len(self.state['executed_ops']), len(self.schedule)):
             op = self.schedule[i]
@@ -253,13 +279,15 @@ class Curriculum:
 
     def run(self, it: int, model: Encoder, optimizer: torch.optim.Optimizer, parked: dict,
             val_loss: float | None) -> Fired | None:
-        """Run the operations due at iteration it on model (val_loss as in due); None when none is. A rebuilt
-        optimizer takes each parameter's state by name from optimizer and parked (optim.rebuild_optimizer).
-        SystemExit with one line when an operation fails: it is never retried."""
+        """Run the operations due at iteration it on model (val_loss as in due); None when none is.
+        A rebuilt optimizer takes each parameter's state by name from optimizer and parked
+        (optim.rebuild_optimizer). SystemExit with one line when an operation fails: it is never
+        retried."""
         due = self.due(it, val_loss)
         if not due:
             return None
-        torch.manual_seed(seed_for(self.seed, RESIZE_NOISE, it))  # the same resize noise on every rank and on resume
+        # the same resize noise on every rank and on resume
+        torch.manual_seed(seed_for(self.seed, RESIZE_NOISE, it))
         carried = carried_state(model, optimizer, parked)
         rebuild = False
         shape_before = self.step_shape()
@@ -270,25 +298,28 @@ class Curriculum:
             try:
                 result = OPERATIONS[op['name']][0](self, model, op.get('value'), it)
             except Exception as e:
-                fail(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}; the run's "
-                     f'last checkpoint holds the state from before it')
+                fail(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}; "
+                     f"the run's last checkpoint holds the state from before it")
             if 'regather' in result:
                 for name in model.vocab_parameter_names():
                     if name in carried:
-                        carried[name] = {k: result['regather'](v) if v.dim() else v for k, v in carried[name].items()}
+                        carried[name] = {k: result['regather'](v) if v.dim() else v
+                                         for k, v in carried[name].items()}
             rebuild |= result.get('rebuild', False)
             record = dict(iter=it, op=op['name'], value=op.get('value'), trigger=trigger)
             self.state['executed_ops'].append(record)
             self.state['last_op_iter'] = it
             fired.records.append(record)
         if rebuild:
-            fired.optimizer, fired.parked = rebuild_optimizer(model, self.optimizer, self.state['lr_base'], carried)
-        fired.shape_changed = self.step_shape()[:3] != shape_before[:3]  # what a compiled graph's shapes depend on
+            fired.optimizer, fired.parked = rebuild_optimizer(model, self.optimizer,
+                                                              self.state['lr_base'], carried)
+        # what a compiled graph's shapes depend on
+        fired.shape_changed = self.step_shape()[:3] != shape_before[:3]
         fired.space_changed = (self.state['remapping'], model.config.vocab_size) != space_before
         return fired
 
     def step_shape(self) -> tuple:
-        """What a step's micro-batches depend on besides the iteration: batch and block size, mask rate,
-        micro-batches per step and token space."""
-        return tuple(self.state[k] for k in ('batch_size', 'block_size', 'mask_rate', 'gradient_accumulation_steps',
-                                              'remapping'))
+        """What a step's micro-batches depend on besides the iteration: batch and block size, mask
+        rate, micro-batches per step and token space."""
+        return tuple(self.state[k] for k in ('batch_size', 'block_size', 'mask_rate',
+                                              'gradient_accumulation_steps', 'remapping'))

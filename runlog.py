@@ -1,6 +1,7 @@
 """
-What a train.py run reports as it goes, from rank 0 only: records appended to out_dir/metrics.jsonl (one JSON
-object per line, what plot.py reads), the same records to wandb when it is on, and the lines printed on stdout.
+What a train.py run reports as it goes, from rank 0 only: records appended to out_dir/metrics.jsonl
+(one JSON object per line, what plot.py reads), the same records to wandb when it is on, and the
+lines printed on stdout.
 """
 import json
 import os
@@ -10,7 +11,8 @@ from errors import fail, first_line
 
 
 class RunLog:
-    """metrics.jsonl, wandb and stdout of one run; every call on a rank other than 0 does nothing."""
+    """metrics.jsonl, wandb and stdout of one run; every call on a rank other than 0 does
+    nothing."""
 
     def __init__(self, out_dir: str, master: bool):
         self.path = os.path.join(out_dir, 'metrics.jsonl')
@@ -18,12 +20,13 @@ class RunLog:
         self.wandb = None
 
     def size(self) -> int:
-        """Bytes logged so far: a checkpoint keeps it, so that a resumed run knows where its log left off."""
+        """Bytes logged so far: a checkpoint keeps it, so that a resumed run knows where its log
+        left off."""
         return os.path.getsize(self.path) if os.path.exists(self.path) else 0
 
     def run_settings(self) -> dict | None:
-        """The settings of the run that started the log (its first record), None when it has none (an empty log, or
-        one written before runs recorded them)."""
+        """The settings of the run that started the log (its first record), None when it has none
+        (an empty log, or one written before runs recorded them)."""
         if not self.size():
             return None
         with open(self.path) as f:
@@ -34,34 +37,37 @@ class RunLog:
 
     def open(self, keep_bytes: int | None, wandb_settings: dict | None = None,
              run_settings: dict | None = None) -> str | None:
-        """Start logging: keep the first keep_bytes of the log (0 for a fresh run; a resumed one drops the records of
-        the steps after its checkpoint, from an attempt that was killed, and logs them again, so that the log holds
-        each iteration once; None keeps it all); a new log starts with run_settings, so that a restart can tell its
-        own log from another run's; with wandb_settings, wandb.init them. Returns wandb's run id."""
+        """Start logging: keep the first keep_bytes of the log (0 for a fresh run; a resumed one
+        drops the records of the steps after its checkpoint, from an attempt that was killed, and
+        logs them again, so that the log holds each iteration once; None keeps it all); a new log
+        starts with run_settings, so that a restart can tell its own log from another run's; with
+        wandb_settings, wandb.init them. Returns wandb's run id."""
         if not self.master:
             return None
         run_id = None
-        if wandb_settings is not None:  # first: a wandb that cannot start stops the run with the log as it was
+        # first: a wandb that cannot start stops the run with the log as it was
+        if wandb_settings is not None:
             import wandb
             try:
                 run_id = wandb.init(resume='allow', **wandb_settings).id
             except wandb.errors.Error as e:  # no API key, no network, a bad project name
-                fail(f'wandb_log=True, but wandb cannot start ({first_line(e)}); run `wandb login` or set '
-                     f'WANDB_API_KEY, or pass --wandb_mode=offline (`wandb sync` uploads it later) or '
-                     f'--wandb_log=False')
+                fail(f'wandb_log=True, but wandb cannot start ({first_line(e)}); run `wandb login` '
+                     f'or set WANDB_API_KEY, or pass --wandb_mode=offline (`wandb sync` uploads it '
+                     f'later) or --wandb_log=False')
             self.wandb = wandb
         os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
         if keep_bytes is not None and self.size() > keep_bytes:
             os.truncate(self.path, keep_bytes)
         self._drop_torn_line()
         if run_settings is not None and not self.size():
-            with open(self.path, 'a') as f:  # the file only: wandb has the settings as its run config
+            # the file only: wandb has the settings as its run config
+            with open(self.path, 'a') as f:
                 f.write(json.dumps(dict(iter=0, run_settings=run_settings)) + '\n')
         return run_id
 
     def _drop_torn_line(self) -> None:
-        """A run killed mid-write leaves a last line without its newline; appending to it would corrupt the next
-        record too, so it goes."""
+        """A run killed mid-write leaves a last line without its newline; appending to it would
+        corrupt the next record too, so it goes."""
         if not self.size():
             return
         with open(self.path, 'rb+') as f:
@@ -79,17 +85,20 @@ class RunLog:
             with open(self.path, 'a') as f:
                 f.write(json.dumps(record) + '\n')
             if self.wandb is not None:
-                self.wandb.log({k: v for k, v in record.items() if k != 'iter'}, step=record['iter'])
+                self.wandb.log({k: v for k, v in record.items() if k != 'iter'},
+                               step=record['iter'])
         if line is not None:
             print(line)
 
-    def step(self, it: int, max_iters: int, clock: 'StepClock', mfu: float | None, **record) -> None:
-        """Log training step it: record (loss, lr, tokens_per_s, ...) with the smoothed MFU, and its progress
-        line. mfu: this lap's, None while the clock is warming up."""
+    def step(self, it: int, max_iters: int, clock: 'StepClock', mfu: float | None,
+             **record) -> None:
+        """Log training step it: record (loss, lr, tokens_per_s, ...) with the smoothed MFU, and its
+        progress line. mfu: this lap's, None while the clock is warming up."""
         mfu_text = clock.add_mfu(mfu) if mfu is not None else '-'
         self(dict(iter=it, **record, mfu=clock.mfu),
-             f"iter {it}: loss {record['loss']:.4f}, lr {record['lr']:.2e}, {record['tokens_per_s']:,.0f} tok/s, "
-             f'mfu {mfu_text}, {100 * (it + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - it - 1)}')
+             f"iter {it}: loss {record['loss']:.4f}, lr {record['lr']:.2e}, "
+             f"{record['tokens_per_s']:,.0f} tok/s, mfu {mfu_text}, "
+             f'{100 * (it + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - it - 1)}')
 
     def finish(self) -> None:
         if self.wandb is not None:
@@ -97,10 +106,11 @@ class RunLog:
 
 
 class StepClock:
-    """The iteration times behind the progress line. Between log points nothing waits for the GPU and the host runs
-    ahead of it, so one iteration's time means nothing: times are taken at log points, after the waits there, and
-    averaged over the iterations since the last one. The first WARMUP iterations of a process (compilation, allocator
-    and cache warm-up) would skew the ETA and MFU: both leave them out."""
+    """The iteration times behind the progress line. Between log points nothing waits for the GPU
+    and the host runs ahead of it, so one iteration's time means nothing: times are taken at log
+    points, after the waits there, and averaged over the iterations since the last one. The first
+    WARMUP iterations of a process (compilation, allocator and cache warm-up) would skew the ETA and
+    MFU: both leave them out."""
     WARMUP = 5
 
     def __init__(self):
@@ -114,7 +124,8 @@ class StepClock:
         self.ticks += 1
 
     def lap(self) -> float:
-        """Call where the host has just waited for the device: seconds per iteration since the last call."""
+        """Call where the host has just waited for the device: seconds per iteration since the last
+        call."""
         now = time.time()
         dt = (now - self.t_lap) / max(1, self.ticks - self.lap_ticks)
         self.warm = self.lap_ticks >= self.WARMUP

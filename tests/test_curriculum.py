@@ -1,5 +1,6 @@
-"""The schedule in train.py: validation, the demo vocabulary curriculum end to end, the optimizer state carried across a
-resize, freezing, training phases (batch size, block size, RoPE theta), and exact resume straddling every operation."""
+"""The schedule in train.py: validation, the demo vocabulary curriculum end to end, the optimizer
+state carried across a resize, freezing, training phases (batch size, block size, RoPE theta), and
+exact resume straddling every operation."""
 import json
 import math
 import shutil
@@ -12,7 +13,8 @@ from conftest import assert_same_weights, losses, read_metrics, stop_in_process,
 from fill_mask import MaskFiller
 from optim import load_state_by_name
 
-# the demo curriculum (config/shrink_vocab_demo.py) on a 512-token vocabulary, compressed into 10 iterations
+# the demo curriculum (config/shrink_vocab_demo.py) on a 512-token vocabulary, compressed into 10
+# iterations
 CURRICULUM = [
     {'name': 'resize_vocabulary', 'value': [None, 0.01], 'at_iter': 4},
     {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0},
@@ -26,8 +28,9 @@ CURRICULUM = [
 def curriculum_args(data_root, tmp_path, schedule=CURRICULUM):
     path = tmp_path / 'schedule.json'
     path.write_text(json.dumps(schedule))
-    return ['config/shrink_vocab_demo.py', f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt',
-            f'--schedule={path}', '--dropout=0.1', '--eval_interval=3', '--max_iters=10', '--lr_decay_iters=10',
+    return ['config/shrink_vocab_demo.py',
+            f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt', f'--schedule={path}',
+            '--dropout=0.1', '--eval_interval=3', '--max_iters=10', '--lr_decay_iters=10',
             '--keep_last_checkpoints=20']
 
 
@@ -43,8 +46,10 @@ def test_demo_curriculum_end_to_end(data_root, curriculum_run):
     tmp, _ = curriculum_run
     records = read_metrics(tmp / 'full')
     ops = [(m['iter'], m['op'], m['trigger']) for m in records if 'op' in m]
-    assert ops == [(4, 'resize_vocabulary', 'at_iter'), (4, 'disable_vocab_remapping', 'max_wait_iters'),
-                   (4, 'set_embedding_finetune_mode', 'max_wait_iters'), (7, 'set_embedding_finetune_mode', 'at_iter'),
+    assert ops == [(4, 'resize_vocabulary', 'at_iter'),
+                   (4, 'disable_vocab_remapping', 'max_wait_iters'),
+                   (4, 'set_embedding_finetune_mode', 'max_wait_iters'),
+                   (7, 'set_embedding_finetune_mode', 'at_iter'),
                    (9, 'set_mask_rate', 'trigger_loss')]
     evals = {m['iter']: m for m in records if 'val_loss' in m}
     assert 0 < evals[3]['val_rare_frac'] < 0.5 and 'val_core_acc' in evals[3]  # shrunken phase
@@ -56,7 +61,8 @@ def test_demo_curriculum_end_to_end(data_root, curriculum_run):
     (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt.pt'))('To be, or not to [MASK].', top_k=2)
     assert len(candidates) == 2
     # in the shrunken phase the model has 512 rows; fill_mask maps through the remapping file
-    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt_0000003.pt'))('To be, or not to [MASK].', top_k=2)
+    (candidates,) = MaskFiller(str(tmp / 'full' / 'ckpt_0000003.pt'))('To be, or not to [MASK].',
+                                                                      top_k=2)
     assert len(candidates) == 2
 
 
@@ -75,7 +81,8 @@ def test_resume_straddling_each_operation_is_exact(curriculum_run, data_root, re
 
 
 def named_state(ckpt: dict) -> dict:
-    """AdamW state by parameter name (configure_optimizers records the names in the param groups)."""
+    """AdamW state by parameter name (configure_optimizers records the names in the param
+    groups)."""
     opt = ckpt['optimizer']
     names = [n for group in opt['param_groups'] for n in group['param_names']]
     ids = [i for group in opt['param_groups'] for i in group['params']]
@@ -83,7 +90,8 @@ def named_state(ckpt: dict) -> dict:
 
 
 def test_resize_gathers_rows_and_keeps_core_moments_exactly(curriculum_run, data_root, tmp_path):
-    """Stop exactly at the resize (max_iters=4), then run it: the state just before and just after."""
+    """Stop exactly at the resize (max_iters=4), then run it: the state just before and just
+    after."""
     tmp, args = curriculum_run
     out = tmp_path / 'run'
     out.mkdir()
@@ -102,7 +110,8 @@ def test_resize_gathers_rows_and_keeps_core_moments_exactly(curriculum_run, data
         assert torch.equal(new[emb][key][core], old[emb][key][full_to_shrunk[core]])
         assert (new[emb][key][~core] == 0).all()
     assert int(new[emb]['step']) == int(old[emb]['step'])
-    assert set(new) == {emb, 'decoder.bias'}  # finetune mode: only the (tied) embedding and the decoder bias train
+    # finetune mode: only the (tied) embedding and the decoder bias train
+    assert set(new) == {emb, 'decoder.bias'}
     # the frozen parameters' moments are parked until they train again, not lost
     wqkv = 'model.layers.1.attn.Wqkv.weight'
     assert torch.equal(after['parked_optimizer_state'][wqkv]['exp_avg'], old[wqkv]['exp_avg'])
@@ -111,17 +120,19 @@ def test_resize_gathers_rows_and_keeps_core_moments_exactly(curriculum_run, data
 def test_embedding_finetune_mode_freezes_everything_else(data_root, tmp_path):
     train(data_root, tmp_path / 'a', '--max_iters=2', '--eval_interval=2')
     schedule = tmp_path / 'schedule.json'
-    schedule.write_text(json.dumps([{'name': 'set_embedding_finetune_mode', 'value': True, 'at_iter': 0}]))
-    train(data_root, tmp_path / 'b', f'--init_from={tmp_path / "a" / "ckpt.pt"}', f'--schedule={schedule}',
-          '--max_iters=3', '--eval_interval=3')
+    schedule.write_text(json.dumps([{'name': 'set_embedding_finetune_mode', 'value': True,
+                                     'at_iter': 0}]))
+    train(data_root, tmp_path / 'b', f'--init_from={tmp_path / "a" / "ckpt.pt"}',
+          f'--schedule={schedule}', '--max_iters=3', '--eval_interval=3')
     a, b = (load_checkpoint(str(tmp_path / d / 'ckpt.pt'))['model'] for d in 'ab')
     vocab = {'model.embeddings.tok_embeddings.weight', 'decoder.weight', 'decoder.bias'}
     for name in a:
         assert torch.equal(a[name], b[name]) == (name not in vocab), name
 
 
-# ModernBERT's phases in miniature: batch-size warmup (more micro-batches per step), then context extension (longer
-# windows, fewer of them, a higher global RoPE theta, a lower learning rate with the schedule restarted)
+# ModernBERT's phases in miniature: batch-size warmup (more micro-batches per step), then context
+# extension (longer windows, fewer of them, a higher global RoPE theta, a lower learning rate with
+# the schedule restarted)
 PHASES = [
     {'name': 'set_gradient_accumulation_steps', 'value': 2, 'at_iter': 2},
     {'name': 'set_block_size', 'value': 128, 'at_iter': 4},
@@ -135,23 +146,29 @@ PHASES = [
 def test_training_phases_change_the_step_and_resume_exactly(data_root, tmp_path):
     path = tmp_path / 'phases.json'
     path.write_text(json.dumps(PHASES))
-    args = [f'--schedule={path}', '--dropout=0.1', '--eval_interval=3', '--max_iters=7', '--keep_last_checkpoints=9',
-            '--max_position_embeddings=128', '--weight_decay_convention=decoupled', '--weight_decay=1e-5']
+    args = [f'--schedule={path}', '--dropout=0.1', '--eval_interval=3', '--max_iters=7',
+            '--keep_last_checkpoints=9', '--max_position_embeddings=128',
+            '--weight_decay_convention=decoupled', '--weight_decay=1e-5']
     train(data_root, tmp_path / 'full', *args)
     records = read_metrics(tmp_path / 'full')
-    # tokens per step: 1 x 4 x 64 at iterations 0-1, then 2 x 4 x 64 at 2-3, then 2 x 2 x 128 from 4 on
+    # tokens per step: 1 x 4 x 64 at iterations 0-1, then 2 x 4 x 64 at 2-3, then 2 x 2 x 128
+    # from 4 on
     tokens = {m['iter']: m['tokens'] for m in records if 'tokens' in m}
     assert [tokens[i] for i in (1, 3, 6)] == [2 * 256, 2 * 256 + 2 * 512, 2 * 256 + 5 * 512]
     ckpt = load_checkpoint(str(tmp_path / 'full' / 'ckpt.pt'))
-    assert {k: ckpt['state'][k] for k in ('batch_size', 'block_size', 'gradient_accumulation_steps')} == {
+    assert {k: ckpt['state'][k] for k in ('batch_size', 'block_size',
+                                          'gradient_accumulation_steps')} == {
         'batch_size': 2, 'block_size': 128, 'gradient_accumulation_steps': 2}
-    assert ckpt['model_args']['global_rope_theta'] == 160000.0 and ckpt['model_args']['local_rope_theta'] == 10000.0
+    assert ckpt['model_args']['global_rope_theta'] == 160000.0 and \
+        ckpt['model_args']['local_rope_theta'] == 10000.0
     assert ckpt['state']['lr_base'] == 5e-4 and ckpt['state']['lr_schedule_start'] == 4
     lr = {m['iter']: m['lr'] for m in records if 'lr' in m}
     assert lr[4] < lr[3]  # warmup restarts at the lower rate
-    # decoupled weight decay is relative to the peak in force: 1e-5 at the new peak, as a new run with it would decay
+    # decoupled weight decay is relative to the peak in force: 1e-5 at the new peak, as a new run
+    # with it would decay
     for it, peak in ((3, 1e-3), (7, 5e-4)):
-        groups = load_checkpoint(str(tmp_path / 'full' / f'ckpt_{it:07d}.pt'))['optimizer']['param_groups']
+        groups = load_checkpoint(
+            str(tmp_path / 'full' / f'ckpt_{it:07d}.pt'))['optimizer']['param_groups']
         assert [g['weight_decay'] for g in groups] == [pytest.approx(1e-5 / peak), 0.0]
     for resume_at in (3, 4):  # between the phases, and right after the context extension
         out = tmp_path / f'resume_{resume_at}'
@@ -168,10 +185,13 @@ def test_training_phases_change_the_step_and_resume_exactly(data_root, tmp_path)
 
 BAD_SCHEDULES = {
     'unknown operation': ([{'name': 'grow', 'value': 1, 'at_iter': 1}], 'unknown operation'),
-    'wrong value type': ([{'name': 'set_lr', 'value': 'fast', 'at_iter': 1}], 'must be a positive learning rate'),
+    'wrong value type': ([{'name': 'set_lr', 'value': 'fast', 'at_iter': 1}],
+                         'must be a positive learning rate'),
     'trigger missing': ([{'name': 'set_lr', 'value': 1e-4}], 'no trigger'),
-    'block size not a count': ([{'name': 'set_block_size', 'value': 0, 'at_iter': 1}], 'must be a positive number'),
-    'one theta': ([{'name': 'set_rope_theta', 'value': 160000.0, 'at_iter': 1}], 'must be [global, local]'),
+    'block size not a count': ([{'name': 'set_block_size', 'value': 0, 'at_iter': 1}],
+                               'must be a positive number'),
+    'one theta': ([{'name': 'set_rope_theta', 'value': 160000.0, 'at_iter': 1}],
+                  'must be [global, local]'),
     'remapping without a file': ([{'name': 'disable_vocab_remapping', 'value': None, 'at_iter': 1}],
                                  'needs a shrunken vocabulary: set vocab_remapping_file'),
     'resize without disabling': ([{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_iter': 2},
@@ -190,18 +210,22 @@ def test_schedule_validation(case, data_root, tmp_path):
     path.write_text(json.dumps(schedule))
     remap_file = f'--vocab_remapping_file={data_root}/shakespeare/vocab_512.pt'
     remap = [] if case == 'remapping without a file' else [remap_file]
-    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out', *remap, f'--schedule={path}'))
-    assert len(message.splitlines()) == 1 and message.startswith('train.py: schedule:') and expected in message
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out', *remap,
+                                                      f'--schedule={path}'))
+    assert len(message.splitlines()) == 1 and message.startswith('train.py: schedule:') and \
+        expected in message
     assert not (tmp_path / 'out').exists()
 
 
 def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_path):
-    """With noise 0 and no random replacements, the grown model is the same function: the val loss in the full
-    space exceeds the shrunken one by (fraction of RARE targets) * log(rare group size), nothing more."""
+    """With noise 0 and no random replacements, the grown model is the same function: the val loss
+    in the full space exceeds the shrunken one by (fraction of RARE targets) * log(rare group size),
+    nothing more."""
     schedule = [{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_iter': 3},
                 {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
     args = curriculum_args(data_root, tmp_path, schedule)
-    train(data_root, tmp_path / 'out', *args, '--max_iters=4', '--random_token_prob=0.0', '--mask_token_prob=1.0')
+    train(data_root, tmp_path / 'out', *args, '--max_iters=4', '--random_token_prob=0.0',
+          '--mask_token_prob=1.0')
     evals = [m for m in read_metrics(tmp_path / 'out') if m['iter'] == 3 and 'val_loss' in m]
     before, after = evals
     assert after.get('after_op') and not before.get('after_op')
@@ -216,19 +240,23 @@ def test_a_failing_operation_stops_once_and_keeps_the_checkpoint_before_it(data_
     schedule = [{'name': 'resize_vocabulary', 'value': [99999, 0.0], 'at_iter': 3},
                 {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
     args = curriculum_args(data_root, tmp_path, schedule)
-    result = train(data_root, tmp_path / 'out', *args, '--eval_interval=2', '--max_iters=6', check=False)
+    result = train(data_root, tmp_path / 'out', *args, '--eval_interval=2', '--max_iters=6',
+                   check=False)
     assert result.returncode != 0
-    assert 'operation 0 (resize_vocabulary) failed at iter 3' in result.stderr.strip().splitlines()[-1]
+    assert 'operation 0 (resize_vocabulary) failed at iter 3' in \
+        result.stderr.strip().splitlines()[-1]
     ckpt = load_checkpoint(str(tmp_path / 'out' / 'ckpt.pt'))
-    assert ckpt['iter_num'] == 2 and ckpt['model_args']['vocab_size'] == 512 and ckpt['state']['executed_ops'] == []
+    assert ckpt['iter_num'] == 2 and ckpt['model_args']['vocab_size'] == 512 and \
+        ckpt['state']['executed_ops'] == []
     assert not any('op' in m for m in read_metrics(tmp_path / 'out'))
 
 
 @pytest.mark.slow
 def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
-    # torch.compile with the static-shape sparse head, recompiled (dynamo reset) at each rebuilding operation and
-    # when set_mask_rate changes the head's capacity, and StableAdamW's update compiled too, its state carried
-    # across the rebuilds and one step skipped on the device: the same losses as the eager run, up to fusion rounding
+    # torch.compile with the static-shape sparse head, recompiled (dynamo reset) at each rebuilding
+    # operation and when set_mask_rate changes the head's capacity, and StableAdamW's update
+    # compiled too, its state carried across the rebuilds and one step skipped on the device: the
+    # same losses as the eager run, up to fusion rounding
     args = [*curriculum_args(data_root, tmp_path), '--dropout=0.0', '--optimizer_name=stable_adamw',
             '--inject_nonfinite_at=[4]']
     train(data_root, tmp_path / 'eager', *args)
@@ -238,13 +266,15 @@ def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
     assert compiled == pytest.approx(eager, rel=1e-3)
     ops = [m['op'] for m in read_metrics(tmp_path / 'compiled') if 'op' in m]
     assert ops == [op['name'] for op in CURRICULUM]
-    assert [m['iter'] for m in read_metrics(tmp_path / 'compiled') if m.get('skipped_nonfinite')] == [4]
+    assert [m['iter'] for m in read_metrics(tmp_path / 'compiled')
+            if m.get('skipped_nonfinite')] == [4]
 
 
 @pytest.mark.slow
 def test_compiled_phases_train_as_eager(data_root, tmp_path):
-    # the context extension's new micro-batch shape compiles a fresh static graph, as the first one was, instead of
-    # dynamo turning the old graph's sizes symbolic; more accumulation steps keep the shape and the graph
+    # the context extension's new micro-batch shape compiles a fresh static graph, as the first one
+    # was, instead of dynamo turning the old graph's sizes symbolic; more accumulation steps keep
+    # the shape and the graph
     path = tmp_path / 'phases.json'
     path.write_text(json.dumps(PHASES))
     args = [f'--schedule={path}', '--dropout=0.0', '--eval_interval=3', '--max_iters=7',
@@ -256,7 +286,8 @@ def test_compiled_phases_train_as_eager(data_root, tmp_path):
 
 
 def test_best_val_loss_restarts_when_the_token_space_changes(data_root, tmp_path):
-    # shrunken-space losses are lower by construction: kept as the best, nothing after the resize would be saved
+    # shrunken-space losses are lower by construction: kept as the best, nothing after the resize
+    # would be saved
     schedule = CURRICULUM[:2]
     train(data_root, tmp_path / 'run', *curriculum_args(data_root, tmp_path, schedule),
           '--always_save_checkpoint=False')
@@ -266,12 +297,13 @@ def test_best_val_loss_restarts_when_the_token_space_changes(data_root, tmp_path
     best = min(full_space, key=lambda m: m['val_loss'])
     ckpt = load_checkpoint(str(tmp_path / 'run' / 'ckpt.pt'))
     assert ckpt['best_val_loss'] == best['val_loss'] and ckpt['iter_num'] == best['iter']
-    assert min(m['val_loss'] for m in records[:after]) < best['val_loss']  # what the old best would have blocked
+    # what the old best would have blocked
+    assert min(m['val_loss'] for m in records[:after]) < best['val_loss']
 
 
 def test_carried_optimizer_state_goes_to_each_parameter_device_step_included():
-    """State parked on the CPU (where checkpoints load) goes where each parameter lives, the 0-dim step count too,
-    as fused and capturable AdamW need; the meta device stands in for a GPU."""
+    """State parked on the CPU (where checkpoints load) goes where each parameter lives, the 0-dim
+    step count too, as fused and capturable AdamW need; the meta device stands in for a GPU."""
     torch.manual_seed(0)
     cpu = torch.nn.Linear(4, 3)
     opt = torch.optim.AdamW(cpu.parameters())
@@ -288,4 +320,5 @@ def test_carried_optimizer_state_goes_to_each_parameter_device_step_included():
     capturable = torch.optim.AdamW(list(device.named_parameters()), capturable=True)
     load_state_by_name(capturable, named)
     for p in device.parameters():
-        assert {k: v.device.type for k, v in capturable.state[p].items()} == dict.fromkeys(named['weight'], 'meta')
+        assert {k: v.device.type for k, v in capturable.state[p].items()} == \
+            dict.fromkeys(named['weight'], 'meta')

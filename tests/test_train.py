@@ -1,4 +1,5 @@
-"""train.py end to end on the embedded corpus: the demo learns, accumulation is exact, init_from forms."""
+"""train.py end to end on the embedded corpus: the demo learns, accumulation is exact, init_from
+forms."""
 import json
 import math
 from pathlib import Path
@@ -23,21 +24,25 @@ def test_demo_config_learns_and_its_checkpoint_reloads(data_root, tmp_path):
                '--max_iters=80', '--eval_interval=40', '--eval_iters=4')
     evals = [m for m in read_metrics(out) if 'val_loss' in m]
     assert [m['iter'] for m in evals] == [0, 40, 80]
-    # a new model starts at the unigram distribution (decoder_bias_init), far below the uniform ln(50,368) = 10.8
+    # a new model starts at the unigram distribution (decoder_bias_init), far below the uniform
+    # ln(50,368) = 10.8
     assert evals[0]['val_loss'] < 7.0 and evals[-1]['val_loss'] < evals[0]['val_loss'] - 0.3, evals
     ckpt = load_checkpoint(str(out / 'ckpt.pt'))
-    assert ckpt['iter_num'] == 80 and ckpt['model_args'] == {**ckpt['model_args'], 'hidden_size': 128}
+    assert ckpt['iter_num'] == 80 and \
+        ckpt['model_args'] == {**ckpt['model_args'], 'hidden_size': 128}
     assert not any(k.startswith('_orig_mod.') for k in ckpt['model'])
     filler = MaskFiller(str(out / 'ckpt.pt'))
     (candidates,) = filler('To be, or not to [MASK], that is the question.', top_k=3)
     assert len(candidates) == 3 and all(0 <= p <= 1 for _, p in candidates)
-    assert sum(p for _, p in candidates) > 0.05  # a model that learnt puts real mass on its top guesses
+    # a model that learnt puts real mass on its top guesses
+    assert sum(p for _, p in candidates) > 0.05
 
 
 def test_a_new_model_starts_at_the_unigram_distribution_or_at_the_uniform_one(data_root, tmp_path):
     first_loss = {}
     for init in ('unigram', 'zeros'):
-        train(data_root, tmp_path / init, '--max_iters=1', '--eval_interval=1', f'--decoder_bias_init={init}')
+        train(data_root, tmp_path / init, '--max_iters=1', '--eval_interval=1',
+              f'--decoder_bias_init={init}')
         first_loss[init] = read_metrics(tmp_path / init)[0]['val_loss']
     assert first_loss['zeros'] == pytest.approx(math.log(50368), abs=0.1)  # every token alike
     assert first_loss['unigram'] < first_loss['zeros'] - 3
@@ -45,9 +50,9 @@ def test_a_new_model_starts_at_the_unigram_distribution_or_at_the_uniform_one(da
 
 def test_accumulated_micro_batches_give_the_gradients_of_one_batch():
     torch.manual_seed(0)
-    model = Encoder(EncoderConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                                  num_attention_heads=2, local_attention=8, pad_token_id=0, cls_token_id=1,
-                                  sep_token_id=2, mask_token_id=3))
+    model = Encoder(EncoderConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
+                                  num_hidden_layers=3, num_attention_heads=2, local_attention=8,
+                                  pad_token_id=0, cls_token_id=1, sep_token_id=2, mask_token_id=3))
     x = torch.randint(4, 300, (6, 24))
     labels = torch.full_like(x, IGNORE_INDEX)
     labels[:2, ::2] = x[:2, ::2]  # micro-batch 1 predicts many tokens, micro-batch 2 few
@@ -69,47 +74,59 @@ def test_accumulated_micro_batches_give_the_gradients_of_one_batch():
 
 def test_init_from_hf_folder(data_root, tmp_path):
     torch.manual_seed(0)
-    config = EncoderConfig(vocab_size=50368, hidden_size=48, intermediate_size=96, num_hidden_layers=3,
-                           num_attention_heads=3, local_attention=16, pad_token_id=50260, cls_token_id=50257,
-                           sep_token_id=50258, mask_token_id=50259)
+    config = EncoderConfig(vocab_size=50368, hidden_size=48, intermediate_size=96,
+                           num_hidden_layers=3, num_attention_heads=3, local_attention=16,
+                           pad_token_id=50260, cls_token_id=50257, sep_token_id=50258,
+                           mask_token_id=50259)
     save_pretrained(Encoder(config), str(tmp_path / 'hf'))
-    gpt2_hf_tokenizer().save_pretrained(str(tmp_path / 'hf'))  # the data's tokenizer, checked by train.py
+    # the data's tokenizer, checked by train.py
+    gpt2_hf_tokenizer().save_pretrained(str(tmp_path / 'hf'))
     out = tmp_path / 'out'
     train(data_root, out, f'--init_from=hf:{tmp_path / "hf"}', '--max_iters=2', '--eval_interval=2')
     ckpt = load_checkpoint(str(out / 'ckpt.pt'))
-    assert ckpt['model_args']['hidden_size'] == 48 and ckpt['model_args']['num_attention_heads'] == 3
+    assert ckpt['model_args']['hidden_size'] == 48 and \
+        ckpt['model_args']['num_attention_heads'] == 3
     assert len(read_metrics(out)) == 4  # eval 0, steps 0 and 1, eval 2
 
 
-@pytest.mark.parametrize('config', sorted(p.name for p in (Path(__file__).parent.parent / 'config').glob('*.py')))
+@pytest.mark.parametrize('config', sorted(
+    p.name for p in (Path(__file__).parent.parent / 'config').glob('*.py')))
 def test_every_config_parses_and_passes_validation(config, tmp_path):
-    """Each config's keys and values reach the data check (an empty data_root), which only a valid config passes."""
-    result = run_script('train.py', f'config/{config}', f'--data_root={tmp_path}', f'--out_dir={tmp_path / "out"}',
-                        check=False)
+    """Each config's keys and values reach the data check (an empty data_root), which only a valid
+    config passes."""
+    result = run_script('train.py', f'config/{config}', f'--data_root={tmp_path}',
+                        f'--out_dir={tmp_path / "out"}', check=False)
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1 and len(lines) == 1 and 'no prepared dataset in' in lines[0], result.stderr[-2000:]
+    assert result.returncode == 1 and len(lines) == 1 and 'no prepared dataset in' in lines[0], \
+        result.stderr[-2000:]
 
 
 def test_document_packing_changes_the_windows(data_root, tmp_path):
     # (that packed runs resume exactly: test_reliability.test_resumed_run_equals_uninterrupted)
     first_val_loss = {}
     for packed in (True, False):
-        train(data_root, tmp_path / str(packed), f'--pack_documents={packed}', '--max_iters=1', '--dropout=0.1')
-        first_val_loss[packed] = next(m['val_loss'] for m in read_metrics(tmp_path / str(packed)) if 'val_loss' in m)
+        train(data_root, tmp_path / str(packed), f'--pack_documents={packed}', '--max_iters=1',
+              '--dropout=0.1')
+        first_val_loss[packed] = next(m['val_loss'] for m in read_metrics(tmp_path / str(packed))
+                                      if 'val_loss' in m)
     assert first_val_loss[True] != first_val_loss[False]
 
 
 def test_trains_on_a_sharded_dataset(tmp_path):
-    # a corpus prepared in several token files trains, packed or not, and resumes exactly across them
+    # a corpus prepared in several token files trains, packed or not, and resumes exactly
+    # across them
     import prepare
-    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'sharded'}", '--shard_tokens=200000', '--num_proc=2']) == 0
+    assert prepare.main([f"--out_dir={tmp_path / 'data' / 'sharded'}", '--shard_tokens=200000',
+                         '--num_proc=2']) == 0
     for packed in (False, True):
-        common = ['--dataset=sharded', f'--pack_documents={packed}', '--eval_interval=2', '--lr_decay_iters=4']
+        common = ['--dataset=sharded', f'--pack_documents={packed}', '--eval_interval=2',
+                  '--lr_decay_iters=4']
         full, part = tmp_path / f'full_{packed}', tmp_path / f'part_{packed}'
         train(tmp_path / 'data', full, *common, '--max_iters=4')
         train(tmp_path / 'data', part, *common, '--max_iters=2')
         train(tmp_path / 'data', part, *common, '--max_iters=4', '--init_from=resume')
-        a, b = ({m['iter']: m['loss'] for m in read_metrics(d) if 'loss' in m and m['iter'] >= 2} for d in (full, part))
+        a, b = ({m['iter']: m['loss'] for m in read_metrics(d) if 'loss' in m and m['iter'] >= 2}
+                for d in (full, part))
         assert list(a) == [2, 3] and a == b
 
 
@@ -125,7 +142,8 @@ def test_a_torn_last_line_of_the_log_is_dropped(tmp_path, keep_bytes):
 
 
 def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
-    """The first iterations compile and warm caches: 10 s each here, then 1 s. The ETA must come from the 1 s ones."""
+    """The first iterations compile and warm caches: 10 s each here, then 1 s. The ETA must come
+    from the 1 s ones."""
     now = [0.0]
     monkeypatch.setattr(runlog.time, 'time', lambda: now[0])
     clock = runlog.StepClock()
@@ -136,7 +154,8 @@ def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
         assert clock.warm == (i >= runlog.StepClock.WARMUP)
         assert (clock.eta(60) == 'after warm-up') == (not clock.warm)
     assert clock.eta(60) == '1.0 min'
-    # between log points the host does not wait for the device: a lap averages the iterations since the last one
+    # between log points the host does not wait for the device: a lap averages the iterations since
+    # the last one
     for seconds in (0.0, 0.0, 6.0):
         now[0] += seconds
         clock.tick()
