@@ -12,12 +12,13 @@ import glob
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
+from data import load_remap
 from distributed import fail_together
 from errors import fail, first_line
-from data import load_remap
 from hf import hf_folder, load_pretrained
 from model import SPECIAL_IDS, Encoder, EncoderConfig
 from tokenizer import data_tokenizer, folder_tokenizer, require_same_tokenizer
@@ -252,39 +253,45 @@ def fit_model_to_data(model: Encoder, space: dict, vocab_size: int, block_size: 
         fail(f'invalid model config: {e}')
 
 
-def run_start(init_from: str, out_dir: str, overwrite: bool, eval_only: bool,
-              log_settings: dict | None, log_size: int, config: dict) -> tuple[str, bool]:
-    """What a train.py run starts from: 'scratch', 'resume' (out_dir's checkpoint), a .pt path or
-    'hf:<...>'; and whether a checkpoint it starts from must be this run's (init_from 'auto').
-    init_from 'auto' resumes out_dir's checkpoint when this run saved one, else starts from scratch
-    ('auto:<start>': from that start), as torchrun restarts and requeued jobs need. A new run must
-    not replace another run's checkpoint or log (log_settings and log_size: the settings and bytes
-    of out_dir's metrics.jsonl). SystemExit with one line otherwise."""
+def parse_init_from(init_from: str) -> tuple[str, bool]:
+    """init_from as what a new run starts from ('scratch', 'resume', a .pt path or 'hf:<...>'), and
+    whether it is 'auto' ('auto' resumes out_dir's checkpoint when this run saved one, else starts
+    from scratch, or from <start> with 'auto:<start>': what torchrun restarts and requeued jobs
+    need). SystemExit with one line when it is none of these."""
     auto = init_from == 'auto' or init_from.startswith('auto:')
     start = (init_from.removeprefix('auto').removeprefix(':') or 'scratch') if auto else init_from
     if not (start in ('scratch', 'resume') or start.startswith('hf:') or start.endswith('.pt')):
         fail(f"init_from='{init_from}' must be 'scratch', 'resume', a path to a .pt checkpoint, "
              f"'hf:<folder or hub id>', 'auto' or 'auto:<one of those>'")
+    return start, auto
+
+
+def run_start(start: str, auto: bool, out_dir: str, overwrite: bool, eval_only: bool, log,
+              config: dict) -> str:
+    """What a train.py run starts from (parse_init_from's start and auto), looking at out_dir: an
+    'auto' run resumes its checkpoint there. A new run must not replace another run's checkpoint or
+    log (log: the run's RunLog). SystemExit with one line otherwise."""
     ckpt_path = os.path.join(out_dir, 'ckpt.pt')
     # out_dir is this run's: its checkpoint is where a killed attempt stopped
     if auto and os.path.exists(ckpt_path):
-        return 'resume', auto
+        return 'resume'
     if start == 'resume' or overwrite or eval_only:
-        return start, auto
+        return start
     if not auto:
         for name in ('ckpt.pt', 'metrics.jsonl'):
             if os.path.exists(os.path.join(out_dir, name)):
                 fail(f'{os.path.join(out_dir, name)} exists; use --init_from=resume to continue '
                      f'that run, another --out_dir, or --overwrite=True to start over')
-    elif log_size:
+    elif log.size():
         # auto with no checkpoint starts over a log only when it is this run's
         # (killed before a save)
-        changed = other_run_settings(log_settings, config) if log_settings is not None else ''
-        if log_settings is None or changed:
-            fail(f"{os.path.join(out_dir, 'metrics.jsonl')} is another run's log (it "
+        saved = log.run_settings()
+        changed = other_run_settings(saved, config) if saved is not None else ''
+        if saved is None or changed:
+            fail(f"{log.path} is another run's log (it "
                  f"{'has ' + changed if changed else 'records no settings'}); use another "
                  f'--out_dir, or --overwrite=True to start over')
-    return start, auto
+    return start
 
 
 # the run's counters: what it has trained on and skipped, and its last evaluation (checkpointed)
@@ -295,17 +302,17 @@ NEW_PROGRESS = dict(
 
 
 def start_model(start: str, ckpt_path: str, meta: dict, config: dict,
-                scratch_vocab: tuple[dict, int], decoder_bias: torch.Tensor | None,
+                scratch_vocab: tuple[dict, int], decoder_bias: Callable[[], torch.Tensor] | None,
                 same_run: bool) -> tuple[Encoder, dict | None]:
     """The model a train.py run starts from (run_start's start) and the checkpoint it comes from
     (None from scratch or a Hugging Face model). scratch_vocab: the special ids and size of the
-    token space a new model starts in; decoder_bias: its initial decoder bias (None: zeros);
+    token space a new model starts in; decoder_bias: makes its initial decoder bias (None: zeros);
     same_run: the checkpoint must be this run's ('auto')."""
     if start == 'scratch':
         model = Encoder(scratch_config(config, *scratch_vocab))
         if decoder_bias is not None and model.decoder.bias is not None:
             with torch.no_grad():
-                model.decoder.bias.copy_(decoder_bias)
+                model.decoder.bias.copy_(decoder_bias())
         return model, None
     if start.startswith('hf:'):
         loaded = load_model(start)

@@ -229,8 +229,9 @@ class Curriculum:
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
                  optimizer: OptimizerSettings, learning_rate: float, mask_rate: float, device,
-                 seed: int, shape: dict | None = None):
+                 seed: int, ckpt_path: str, shape: dict | None = None):
         self.schedule = schedule
+        self.ckpt_path = ckpt_path  # named when an operation fails: it holds the state before it
         self.optimizer = optimizer
         self.seed = seed  # of the resize noise
         self.full_space = TokenSpace(meta, device)
@@ -299,7 +300,7 @@ class Curriculum:
                 result = OPERATIONS[op['name']][0](self, model, op.get('value'), it)
             except Exception as e:
                 fail(f"operation {i} ({op['name']}) failed at iter {it}: {type(e).__name__}: {e}; "
-                     f"the run's last checkpoint holds the state from before it")
+                     f'{self.ckpt_path} holds the state from before it')
             if 'regather' in result:
                 for name in model.vocab_parameter_names():
                     if name in carried:

@@ -32,7 +32,7 @@ class RunLog:
         with open(self.path) as f:
             try:
                 return json.loads(f.readline()).get('run_settings')
-            except (json.JSONDecodeError, AttributeError):
+            except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
                 return None
 
     def open(self, keep_bytes: int | None, wandb_settings: dict | None = None,

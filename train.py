@@ -14,7 +14,8 @@ from contextlib import nullcontext
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import (NEW_PROGRESS, fit_model_to_data, run_start, save_run, start_model)
+from checkpoint import (NEW_PROGRESS, fit_model_to_data, parse_init_from, run_start, save_run,
+                        start_model)
 from configurator import check_at_least, check_choices
 from curriculum import Curriculum, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
@@ -143,6 +144,7 @@ if distill_hidden_weight < 0 or (distill_hidden_weight and teacher is None):
     fail('distill_hidden_weight must be >= 0 and needs a --teacher')
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
+start_from, auto = parse_init_from(init_from)  # what a new run starts from; auto: resume if we can
 
 # DDP (torchrun sets RANK; NCCL on CUDA, gloo on CPU), device and precision ----------------
 ddp, rank, world_size, device = setup(device)
@@ -180,8 +182,9 @@ optimizer_settings = OptimizerSettings(optimizer_name, weight_decay,
                                        weight_decay_convention == 'decoupled', (beta1, beta2),
                                        adam_eps, decay_1d_params, device_type, compiled)
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
+ckpt_path = os.path.join(out_dir, 'ckpt.pt')
 curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, learning_rate,
-                        mask_rate, device, seed,
+                        mask_rate, device, seed, ckpt_path,
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
@@ -215,16 +218,19 @@ if os.path.exists(out_dir) and not os.path.isdir(out_dir):
     fail(f"--out_dir={out_dir} is a file, not a folder; give a folder for the run's checkpoint "
          f'and log')
 check_shared_folder(out_dir, device)  # under torchrun: every rank must see the same out_dir
-ckpt_path = os.path.join(out_dir, 'ckpt.pt')
-start, same_run = run_start(init_from, out_dir, overwrite, eval_only, log.run_settings(),
-                            log.size(), config)
-decoder_bias = None  # a new model's: it starts out predicting the unigram distribution
-if start == 'scratch' and decoder_bias_init == 'unigram':
-    _mapping, _space = curriculum.space()
-    decoder_bias = unigram_logits(load_counts(data_dir, meta, prepare_hint), _space, _mapping)
+start = run_start(start_from, auto, out_dir, overwrite, eval_only, log, config)
+
+
+def unigram_bias() -> torch.Tensor:
+    """A new model's decoder bias: it starts out predicting the unigram distribution."""
+    mapping, space = curriculum.space()
+    return unigram_logits(load_counts(data_dir, meta, prepare_hint), space, mapping)
+
+
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 model, checkpoint = start_model(start, ckpt_path, meta, config,
-                                (remap or meta, curriculum.space()[1].size), decoder_bias, same_run)
+                                (remap or meta, curriculum.space()[1].size),
+                                unigram_bias if decoder_bias_init == 'unigram' else None, auto)
 source = ckpt_path if start == 'resume' else start  # where the model came from, in messages
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
 if start == 'resume':
@@ -246,7 +252,7 @@ guide_record = checkpoint.get('guide') if checkpoint else None  # GUIDE's PCA ma
 
 # the teacher: frozen, one copy on every rank; a run resumes only with the teacher it had -------
 teacher_model = None
-if teacher is not None:
+if teacher:
     teacher_model = Teacher(config, meta, remap, longest_block, device, model, guide_record, source,
                             compiled, log)
 if start == 'resume':
@@ -313,6 +319,7 @@ def run_evaluation(it: int, after_op: bool = False) -> dict:
 
 
 # training loop ------------------------------------------------------------------------------
+stop = StopSignal()  # SIGTERM, SIGINT: finish the step, save, exit
 wandb_settings = (dict(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode,
                        id=wandb_run_id) if wandb_log else None)
 wandb_run_id = (log.open(None if eval_only else keep_metrics_bytes, wandb_settings, config)
@@ -325,7 +332,6 @@ wrapped = wrap(model)  # what the step calls: compiled and DDP-wrapped; `model` 
 guard = NonFiniteGuard(progress, max_skipped_steps, log, ckpt_path)
 wants_hidden = teacher_model is not None and teacher_model.projection is not None
 head = SparseHeadRows(compiled, device)
-stop = StopSignal()
 peak = peak_flops or (989e12 if device_type == 'cuda' else 135e9)  # for MFU
 local_iter, clock, ahead = 0, StepClock(), {}
 while True:

@@ -94,7 +94,7 @@ def test_list_from_json_file(tmp_path):
 
 
 HELP = {  # a knob of each script with its default, and words of the comment beside it
-    'train.py': ("--weight_decay_convention='torch'", "Composer's convention"),
+    'train.py': ("--weight_decay_convention='torch'", "'decoupled' (wd * lr / peak)"),
     'prepare.py': ('--shard_tokens=1073741824', 'each token file holds at most'),
     'finetune.py': ("--pooling='cls'", "'cls' | 'mean'"),
     'init_guide.py': ('--overwrite=False', 'allow replacing an existing --out'),
