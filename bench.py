@@ -41,9 +41,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from attention import attention, band_mask, flex_masks, mask_rule, rope_cos_sin
 from configurator import configure
-from errors import fail, first_line
 from data import load_dataset, load_remap, shard_paths
 from distill import mixed_loss
+from errors import fail, first_line
 from hf import save_pretrained
 from mlm import TokenSpace, masked_batch, prediction_capacity, seed_for
 from model import IGNORE_INDEX, SPECIAL_IDS, Encoder, EncoderConfig

@@ -17,8 +17,8 @@ from typing import Callable
 
 import torch
 
-from errors import fail
 from data import load_remap
+from errors import fail
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
 from optim import OptimizerSettings, carried_state, rebuild_optimizer

@@ -36,8 +36,8 @@ import torch.nn.functional as F
 
 from checkpoint import load_model
 from configurator import check_at_least, check_choices, configure
-from errors import fail, first_line
 from data import shakespeare_split
+from errors import fail, first_line
 from model import Encoder
 from optim import weight_decay_groups
 from tokenizer import Tokenizer, load_recorded_tokenizer
@@ -247,6 +247,19 @@ def read_rows(path: str) -> list[dict]:
     fail(f'{path}: give a .jsonl, .csv or .tsv file')
 
 
+def cell_value(text: str) -> int | float | str:
+    """A CSV or TSV cell as what it holds: an int, or a finite float, when it reads as one (as the
+    same value in a .jsonl would be), else the text."""
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            return value
+    return text
+
+
 def files_task(cfg: dict) -> Task:
     if not cfg['train_file'] or not cfg['validation_file']:
         fail('task=files needs --train_file and --validation_file')
@@ -264,8 +277,11 @@ def files_task(cfg: dict) -> Task:
             if missing:
                 fail(f'{path}, record {n}, has no field {missing[0]!r}; '
                      f'name the fields with --text_fields and --label_field')
-        splits[split] = [(tuple(str(row[k]) for k in cfg['text_fields']), row[cfg['label_field']])
-                         for row in rows]
+        # a CSV or TSV file holds only text: its labels are read as the numbers they spell, so
+        # that scores are a regression as they are in a .jsonl
+        label = cell_value if path.endswith(('.csv', '.tsv')) else (lambda y: y)
+        splits[split] = [(tuple(str(row[k]) for k in cfg['text_fields']),
+                          label(row[cfg['label_field']])) for row in rows]
     labels = [y for _, y in splits['train']]
     # scores
     if all(isinstance(y, (int, float)) for y in labels) and any(float(y) != int(y) for y in labels):

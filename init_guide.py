@@ -24,8 +24,8 @@ import torch.nn as nn
 
 from checkpoint import load_model, save_checkpoint
 from configurator import configure
-from errors import fail
 from data import load_meta
+from errors import fail
 from model import Encoder, EncoderConfig, ModernBertLayer
 from tokenizer import data_tokenizer, require_same_tokenizer
 

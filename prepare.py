@@ -62,8 +62,8 @@ import torch
 from tqdm import tqdm
 
 from configurator import check_choices, configure
-from errors import fail, first_line
 from data import SAMPLE_BY, documents, shard_names, shard_paths, split_documents, token_dtype
+from errors import fail, first_line
 from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokenizer
 
 FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs

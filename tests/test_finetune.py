@@ -124,6 +124,36 @@ def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
     assert result['value'] > 0.9, result
 
 
+def test_scores_in_a_csv_or_tsv_are_a_regression_as_in_jsonl(tmp_path):
+    """A CSV or TSV holds only text: its labels are read as the numbers they spell, so the same
+    data gives the same task whichever file holds it (scores a regression, class ids classes)."""
+    rows = [('to be', 3.5), ('or not', 1.25), ('to be', 4.0), ('that is', 2)]
+
+    def task(kind, data):
+        suffix = {'jsonl': 'jsonl', 'csv': 'csv', 'tsv': 'tsv'}[kind]
+        path = tmp_path / f'{len(list(tmp_path.iterdir()))}.{suffix}'
+        if kind == 'jsonl':
+            path.write_text(''.join(json.dumps(dict(text=t, label=y)) + '\n' for t, y in data))
+        else:
+            sep = ',' if kind == 'csv' else '\t'
+            path.write_text(f'text{sep}label\n' + ''.join(f'{t}{sep}{y}\n' for t, y in data))
+        cfg = dict(train_file=str(path), validation_file=str(path), text_fields=['text'],
+                   label_field='label')
+        return finetune.files_task(cfg)
+
+    jsonl = task('jsonl', rows)
+    assert jsonl.num_labels == 1 and jsonl.metrics[0] == 'spearman'
+    for kind in ('csv', 'tsv'):
+        other = task(kind, rows)
+        assert (other.num_labels, other.metrics, other.train) == \
+            (jsonl.num_labels, jsonl.metrics, jsonl.train)
+    classes = [('to be', 1), ('or not', 0), ('that is', 1)]
+    assert task('csv', classes).train == task('jsonl', classes).train == \
+        [(('to be',), 1), (('or not',), 0), (('that is',), 1)]
+    words = [('to be', 'yes'), ('or not', 'nan')]  # text stays text, 'nan' included
+    assert task('csv', words).label_names == ['nan', 'yes']
+
+
 def test_glue_tasks_through_datasets(ckpt, monkeypatch):
     """The GLUE table (fields, labels, metrics, MNLI's two validation sets) through a stand-in for
     datasets."""
