@@ -2,7 +2,7 @@
 lines removed (the same filter as shakespeare_lines), to see whether random weights win only
 through the speaker names. It takes finetune.py's arguments.
 
-    python dev/spoken_only.py --init_from=out-downstream/ckpt.pt --max_train_samples=300 \\
+    python dev/spoken_only.py --init_from=out-p1500/ckpt.pt --max_train_samples=300 \\
         --max_eval_samples=600 --epochs=10 --learning_rate=1e-3 --seeds=0,1,2 --pooling=mean
 """
 import sys

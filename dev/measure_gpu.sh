@@ -7,8 +7,8 @@
 # prints where every thread was; a failing step does not stop the next; each bench writes its rows
 # as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
 # (python prepare.py --shrink_vocab=2048,4096,8192).
-#   bash docs/gpu/measure.sh results/                      # every step, in order
-#   bash docs/gpu/measure.sh results/ preflight train_gap  # some; `tail results/progress` to follow
+#   bash dev/measure_gpu.sh results/                      # every step, in order
+#   bash dev/measure_gpu.sh results/ preflight train_gap  # some; `tail results/progress` to follow
 set -u
 R=${1:?give a folder for the logs}
 shift
