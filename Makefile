@@ -21,7 +21,7 @@ demo: setup
 	$(PY) train.py config/demo_cpu.py --overwrite=True
 	$(PY) fill_mask.py --out_dir=out-demo
 
-# ruff first: every line of the tree within 100 columns, no unused imports or undefined names (ruff.toml)
+# ruff first (ruff.toml): every line within 100 columns, no unused imports or undefined names
 test: setup
 	$(PY) -m ruff check --quiet .
 	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q -n auto --maxprocesses=4 \
