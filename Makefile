@@ -21,9 +21,12 @@ demo: setup
 	$(PY) train.py config/demo_cpu.py --overwrite=True
 	$(PY) fill_mask.py --out_dir=out-demo
 
-# ruff first (ruff.toml): every line within 100 columns, no unused imports or undefined names
+# ruff first (ruff.toml): every line within 100 columns, no unused imports or undefined names;
+# awk holds the shell scripts and settings files to the same width
 test: setup
 	$(PY) -m ruff check --quiet .
+	git ls-files '*.sh' '*.toml' '*.ini' Makefile | xargs awk 'length > 100 { bad = 1; \
+		print FILENAME ":" FNR ": longer than 100 columns" } END { exit bad }'
 	HF_HUB_OFFLINE=1 WANDB_MODE=disabled $(PY) -m pytest -q -n auto --maxprocesses=4 \
 		--dist=worksteal --durations=15 tests
 
