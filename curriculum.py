@@ -228,11 +228,11 @@ class Curriculum:
     optimizer with."""
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
-                 optimizer: OptimizerSettings, learning_rate: float, mask_rate: float, device,
-                 seed: int, ckpt_path: str, shape: dict | None = None):
+                 optimizer_settings: OptimizerSettings, learning_rate: float, mask_rate: float,
+                 device, seed: int, ckpt_path: str, shape: dict | None = None):
         self.schedule = schedule
         self.ckpt_path = ckpt_path  # named when an operation fails: it holds the state before it
-        self.optimizer = optimizer
+        self.optimizer_settings = optimizer_settings  # what a rebuilt optimizer is
         self.seed = seed  # of the resize noise
         self.full_space = TokenSpace(meta, device)
         self.shrunk_space = TokenSpace(remap, device) if remap is not None else None
@@ -312,7 +312,7 @@ class Curriculum:
             self.state['last_op_iter'] = it
             fired.records.append(record)
         if rebuild:
-            fired.optimizer, fired.parked = rebuild_optimizer(model, self.optimizer,
+            fired.optimizer, fired.parked = rebuild_optimizer(model, self.optimizer_settings,
                                                               self.state['lr_base'], carried)
         # what a compiled graph's shapes depend on
         fired.shape_changed = self.step_shape()[:3] != shape_before[:3]
