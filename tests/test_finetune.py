@@ -35,7 +35,8 @@ def test_metrics_against_known_values():
 
 def test_shakespeare_works_split_shares_no_text():
     task = finetune.shakespeare_works_task(400)
-    val = task.evals['validation']
+    val = task.dev + task.tests['test']
+    assert abs(len(task.dev) - len(task.tests['test'])) <= 1
     assert task.num_labels == len(task.label_names) > 30 and 'hamlet' in task.label_names
     assert {y for _, y in task.train} == {y for _, y in val} == set(range(task.num_labels))
     assert len(val) == pytest.approx(len(task.train) / 9, rel=0.05)
@@ -52,7 +53,7 @@ def test_shakespeare_works_split_shares_no_text():
 
 def test_shakespeare_lines_pairs_a_line_with_the_next_or_with_one_from_its_own_work():
     task = finetune.shakespeare_lines_task()
-    val = task.evals['validation']
+    val = task.dev + task.tests['test']
     assert task.num_labels == 2 and len(val) == pytest.approx(len(task.train) / 9, rel=0.15)
     assert np.mean([y for _, y in task.train]) == pytest.approx(0.5, abs=0.02)
     works = shakespeare_split()[0].values()
@@ -98,24 +99,95 @@ def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
     common = ['finetune.py', f'--init_from={ckpt}', '--max_train_samples=96',
               '--max_eval_samples=64', '--epochs=1', '--batch_size=16', '--max_length=64',
               '--seeds=0,1', '--zero_shot_tokens=256', '--device=cpu']
-    run_script(*common, f'--out={tmp_path / "pretrained.json"}')
-    run_script(*common, '--from_scratch', f'--out={tmp_path / "scratch.json"}')
-    run_script(*common, '--task=shakespeare_lines', '--probe', '--learning_rate=1e-4,1e-3',
+    out = run_script(*common, '--baseline=scratch', f'--out={tmp_path / "pretrained.json"}')
+    run_script(*common, '--task=shakespeare_lines', '--probe', '--learning_rate=1e-4,1e-3,1e-2',
                f'--out={tmp_path / "lines.json"}')
     lines = json.loads((tmp_path / 'lines.json').read_text())
-    assert lines['task'] == 'shakespeare_lines' and lines['probe'] and \
-        set(lines['grid']) == {'0.0001', '0.001'}
-    assert lines['value'] == max(lines['grid'].values()) and lines['learning_rate'] in (1e-4, 1e-3)
-    for name in ('pretrained', 'scratch'):
-        result = json.loads((tmp_path / f'{name}.json').read_text())
-        assert result['task'] == 'shakespeare_works' and result['metric'] == 'accuracy'
-        assert result['from_scratch'] == (name == 'scratch') and result['train_examples'] == 96
-        assert len(result['per_seed']) == 2 and 0 <= result['value'] <= 1
-        assert result['value'] == \
-            pytest.approx(np.median([s['accuracy'] for s in result['per_seed']]))
-        assert 0 < result['majority_baseline'] < 0.2
-        assert 0 <= result['zero_shot']['masked_accuracy'] <= 1 and \
-            result['zero_shot']['pseudo_log_likelihood'] < 0
+    assert lines['task'] == 'shakespeare_lines' and lines['probe']
+    # the rate is chosen on dev; the reported value is the test median at that rate
+    assert {'0.0001', '0.001', '0.01'} <= set(lines['grid']) and \
+        lines['grid'][f"{lines['learning_rate']:g}"] == max(lines['grid'].values()) == lines['dev']
+    assert lines['value'] == \
+        pytest.approx(np.median([s['accuracy'] for s in lines['per_seed']]))
+    result = json.loads((tmp_path / 'pretrained.json').read_text())
+    assert result['task'] == 'shakespeare_works' and result['metric'] == 'accuracy'
+    assert not result['from_scratch'] and result['train_examples'] == 96
+    assert result['test_examples'] == 64 and len(result['per_seed']) == 2
+    assert 0 <= result['value'] <= 1
+    assert result['interval'][0] <= result['mean'] <= result['interval'][1]
+    assert 0 < result['majority_baseline'] < 0.2
+    assert 0 <= result['zero_shot']['masked_accuracy'] <= 1 and \
+        result['zero_shot']['pseudo_log_likelihood'] < 0
+    # the random-weights arm ran the same grid and seeds, and the difference is paired
+    base, diff = result['baseline'], result['difference']
+    assert base['arm'] == 'scratch' and len(base['per_seed']) == 2 and set(base['grid']) == \
+        set(result['grid'])
+    assert diff['value'] == pytest.approx(result['mean'] - base['mean'])
+    assert diff['interval'][0] <= diff['value'] <= diff['interval'][1]
+    assert 'difference' in out.stdout and diff['verdict'] in out.stdout
+
+
+def test_a_rate_at_the_edge_of_the_grid_extends_it_one_step(monkeypatch):
+    """The rate is chosen on dev; a best rate at an edge extends the grid by one step past it, once
+    per edge, so no arm is cut off by the grid."""
+    tried = []
+
+    def fake_finetune(cfg, task, encoder, data, pad_id, seed, lr, from_scratch, run=None):
+        tried.append(lr)
+        dev = -abs(np.log10(lr) + 3)  # best at 1e-3
+        return dict(dev={'accuracy': dev}, test={'accuracy': 0.5}, predictions=np.zeros(4))
+
+    monkeypatch.setattr(finetune, 'finetune', fake_finetune)
+    task = finetune.Task('t', [], [], {'test': []}, 2, ('accuracy',))
+    cfg = dict(finetune.DEFAULTS, seeds=[0], learning_rate=[1e-2, 3e-2])
+    arm = finetune.run_arm(cfg, task, None, {}, 0, False)
+    assert tried[:2] == [1e-2, 3e-2] and tried[2] == pytest.approx(1e-2 / 3)
+    assert len(tried) == 3 and arm['learning_rate'] == pytest.approx(1e-2 / 3)
+    tried.clear()
+    cfg['learning_rate'] = [1e-4, 1e-3, 1e-2]  # best inside: nothing added
+    assert finetune.run_arm(cfg, task, None, {}, 0, False)['learning_rate'] == 1e-3
+    assert tried == [1e-4, 1e-3, 1e-2]
+
+
+def test_the_paired_bootstrap_interval():
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, 1000)
+    right = [gold.copy() for _ in range(3)]
+    noisy = [np.where(rng.random(1000) < 0.3, 1 - gold, gold) for _ in range(3)]  # 0.7
+    coin = [rng.integers(0, 2, 1000) for _ in range(3)]  # 0.5
+    assert finetune.bootstrap_interval(finetune.accuracy, gold, right) == (1.0, 1.0, 1.0)
+    assert finetune.bootstrap_interval(finetune.accuracy, gold, noisy, noisy) == (0.0, 0.0, 0.0)
+    value, low, high = finetune.bootstrap_interval(finetune.accuracy, gold, noisy, coin)
+    assert 0.15 < low < value < high < 0.25 and value == pytest.approx(
+        np.mean([finetune.accuracy(p, gold) for p in noisy])
+        - np.mean([finetune.accuracy(p, gold) for p in coin]))
+    other_coin = [rng.integers(0, 2, 1000) for _ in range(3)]
+    value, low, high = finetune.bootstrap_interval(finetune.accuracy, gold, coin, other_coin)
+    assert low < 0 < high  # two coins: no difference resolved
+
+
+def test_write_task_round_trips_through_task_files(tmp_path):
+    finetune.main(['--task=shakespeare_lines', f'--write_task={tmp_path}'])
+    lines = finetune.shakespeare_lines_task()
+    cfg = dict(finetune.DEFAULTS, task='files', train_file=str(tmp_path / 'train.jsonl'),
+               validation_file=str(tmp_path / 'dev.jsonl'), test_file=str(tmp_path / 'test.jsonl'))
+    again = finetune.files_task(cfg)
+    # class names sort as the built-in task's ids: 'elsewhere' 0, 'next' 1
+    assert again.label_names == lines.label_names and again.note == ''
+    assert (again.train, again.dev, again.tests) == (lines.train, lines.dev, lines.tests)
+    record = json.loads((tmp_path / 'test.jsonl').read_text().splitlines()[0])
+    assert set(record) == {'text', 'label'} and record['label'] in ('next', 'elsewhere')
+
+
+def test_without_a_test_file_the_validation_file_is_the_test(tmp_path):
+    (tmp_path / 'train.jsonl').write_text(''.join(
+        json.dumps(dict(text=f'line {i}', label=['no', 'yes'][i % 2])) + '\n' for i in range(50)))
+    (tmp_path / 'val.jsonl').write_text('{"text": "to be", "label": "yes"}\n')
+    cfg = dict(finetune.DEFAULTS, task='files', train_file=str(tmp_path / 'train.jsonl'),
+               validation_file=str(tmp_path / 'val.jsonl'))
+    task = finetune.files_task(cfg)
+    assert (len(task.train), len(task.dev), task.tests) == (45, 5, {'test': [(('to be',), 1)]})
+    assert 'is the test' in task.note and not set(task.dev) & set(task.train)
 
 
 def test_a_local_jsonl_task_is_learnt(ckpt, tmp_path):
@@ -137,8 +209,7 @@ def test_scores_in_a_csv_or_tsv_are_a_regression_as_in_jsonl(tmp_path):
         else:
             sep = ',' if kind == 'csv' else '\t'
             path.write_text(f'text{sep}label\n' + ''.join(f'{t}{sep}{y}\n' for t, y in data))
-        cfg = dict(train_file=str(path), validation_file=str(path), text_fields=['text'],
-                   label_field='label')
+        cfg = dict(finetune.DEFAULTS, train_file=str(path), validation_file=str(path))
         return finetune.files_task(cfg)
 
     jsonl = task('jsonl', rows)
@@ -148,8 +219,9 @@ def test_scores_in_a_csv_or_tsv_are_a_regression_as_in_jsonl(tmp_path):
         assert (other.num_labels, other.metrics, other.train) == \
             (jsonl.num_labels, jsonl.metrics, jsonl.train)
     classes = [('to be', 1), ('or not', 0), ('that is', 1)]
-    assert task('csv', classes).train == task('jsonl', classes).train == \
-        [(('to be',), 1), (('or not',), 0), (('that is',), 1)]
+    from_csv, from_jsonl = task('csv', classes), task('jsonl', classes)
+    assert from_csv.tests == from_jsonl.tests == \
+        {'test': [(('to be',), 1), (('or not',), 0), (('that is',), 1)]}
     words = [('to be', 'yes'), ('or not', 'nan')]  # text stays text, 'nan' included
     assert task('csv', words).label_names == ['nan', 'yes']
 
