@@ -9,6 +9,7 @@ over the target, so a crash at any point leaves the old file or the new one, nev
 """
 import dataclasses
 import glob
+import json
 import os
 import tempfile
 from dataclasses import dataclass
@@ -126,6 +127,17 @@ class LoadedModel:
     # the remapping of a checkpoint kept in its shrunken vocabulary (full_vocabulary=False)
     remap: dict | None
     checkpoint: dict | None  # a .pt's contents (training state, dataset meta); None for a folder
+    data: dict | None = None  # its pre-training data record (data_record); None when none is kept
+
+
+DATA_RECORD_KEYS = ('dataset', 'split', 'fingerprint')
+
+
+def data_record(meta: dict | None) -> dict | None:
+    """What a model keeps of the data it was pre-trained on (meta.json's dataset, split rule and
+    fingerprint): enough for finetune.py to tell whether a task's dev and test text was held out of
+    it. export_hf.py writes it into config.json as 'pretraining_data'."""
+    return {k: meta.get(k) for k in DATA_RECORD_KEYS} if meta else None
 
 
 def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> LoadedModel:
@@ -148,7 +160,7 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
         if full_vocabulary and meta is not None and model.config.vocab_size != meta['vocab_size']:
             fail(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
                  f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
-        return LoadedModel(model, ckpt.get('tokenizer'), remap, ckpt)
+        return LoadedModel(model, ckpt.get('tokenizer'), remap, ckpt, data_record(meta))
     name = source.removeprefix('hf:')
     from huggingface_hub.errors import LocalEntryNotFoundError
     try:
@@ -161,7 +173,9 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
     except Exception as e:  # a folder or hub entry that is not a ModernBERT or NeoBERT model
         fail(f"cannot load {role or 'the model'} '{name}' ({first_line(e)}); give a train.py "
              f'ckpt.pt or a Hugging Face ModernBERT or NeoBERT folder (export_hf.py writes one)')
-    return LoadedModel(model, folder_tokenizer(folder), None, None)
+    with open(os.path.join(folder, 'config.json')) as f:
+        data = json.load(f).get('pretraining_data')
+    return LoadedModel(model, folder_tokenizer(folder), None, None, data)
 
 
 # what may change when a run is restarted: its length, evaluation and logging, checkpointing,

@@ -184,14 +184,58 @@ def split_documents(doc_hashes: np.ndarray | list[bytes], val_fraction: float) -
     return is_val
 
 
-def shakespeare_split(val_fraction: float = 0.05) -> tuple[dict[str, str], dict[str, str]]:
-    """The embedded corpus by work, split as `prepare.py --dataset=shakespeare --val_fraction=...`
-    splits it: (the works in train.bin, the works held out in val.bin)."""
-    works = shakespeare_works()
-    is_val = split_documents([hashlib.sha256(text.encode()).digest() for text in works.values()],
-                             val_fraction)
-    return ({name: text for (name, text), v in zip(works.items(), is_val) if not v},
-            {name: text for (name, text), v in zip(works.items(), is_val) if v})
+# The embedded corpus is held out by section, a share of every work, so that a fine-tuning task can
+# ask about every work and score only text pre-training never read (finetune.py's built-in tasks).
+SHAKESPEARE_HELD_OUT = 0.15  # prepare.py's default --val_fraction for it: enough for dev and test
+SECTION_CHARS = 5000  # a section: consecutive paragraphs (speeches, stanzas) of about this many
+
+
+def work_sections(text: str) -> list[str]:
+    """A work cut at paragraph breaks into sections of at least SECTION_CHARS characters (the last
+    one shorter); joined by blank lines they give the text back."""
+    sections, current, size = [], [], 0
+    for paragraph in text.split('\n\n'):
+        current.append(paragraph)
+        size += len(paragraph) + 2
+        if size >= SECTION_CHARS:
+            sections.append('\n\n'.join(current))
+            current, size = [], 0
+    if current:
+        sections.append('\n\n'.join(current))
+    return sections
+
+
+def shakespeare_sections(val_fraction: float) -> list[tuple[str, str, bool]]:
+    """(work, section, held out) for every non-empty section of the embedded corpus in order: in
+    each work of two or more sections, the max(1, round(val_fraction * sections)) with the smallest
+    sha256 of their text are held out of train.bin."""
+    out = []
+    for name, text in shakespeare_works().items():
+        sections = [section for section in work_sections(text) if section.strip()]
+        n_out = max(1, round(val_fraction * len(sections))) if len(sections) > 1 else 0
+        ranked = sorted(range(len(sections)),
+                        key=lambda i: hashlib.sha256(sections[i].encode()).digest())
+        held = set(ranked[:n_out])
+        out += [(name, section, i in held) for i, section in enumerate(sections)]
+    return out
+
+
+def shakespeare_split_rule(val_fraction: float) -> str:
+    """How prepare.py splits the embedded corpus (meta.json's 'split'): what finetune.py checks a
+    model's pre-training data against."""
+    return (f'by section: in each work, the max(1, round({val_fraction} * sections)) sections '
+            f'of about {SECTION_CHARS} characters with the smallest sha256 of their UTF-8 text are '
+            'val, the rest train')
+
+
+def shakespeare_split(val_fraction: float = SHAKESPEARE_HELD_OUT
+                      ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The embedded corpus as `prepare.py --dataset=shakespeare` splits it: (each work's sections in
+    train.bin, each work's sections held out in val.bin)."""
+    train, held_out = {}, {}
+    for name, section, held in shakespeare_sections(val_fraction):
+        (held_out if held else train).setdefault(name, []).append(section)
+    return train, held_out
 
 
 def _card_configs(folder: Path) -> list[dict]:
@@ -307,7 +351,11 @@ def documents(dataset: str, text_field: str = 'text', sample_by: str = 'document
     """Stream the corpus's non-empty documents, each with the number of invalid UTF-8 sequences
     replaced in it; nothing is held beyond the document being read (at most MAX_DOCUMENT_CHARS of a
     .txt file). `config` and `split` choose the part of a Hugging Face dataset, on the hub or in a
-    local folder."""
+    local folder. The embedded corpus comes by section (work_sections), each work in order."""
+    if dataset == 'shakespeare' and sample_by == 'document':
+        # by section, so that prepare.py can hold out a share of every work (shakespeare_sections)
+        yield from ((section, 0) for _, section, _ in shakespeare_sections(SHAKESPEARE_HELD_OUT))
+        return
     files = _corpus_files(dataset, config, split)
     if files is None:
         yield from ((d, bad) for d, bad in _hf_dataset(dataset, text_field, config, split)

@@ -17,6 +17,7 @@ GUIDE student .pt, or a ModernBERT/NeoBERT folder (export_hf.py's, or 'hf:<hub i
 reads the [CLS] state or the mean over the tokens. Each seed fine-tunes from the same weights; the
 result is the median over seeds, as the anchors report it.
 """
+import collections
 import copy
 import csv
 import json
@@ -36,11 +37,11 @@ import torch.nn.functional as F
 
 from checkpoint import load_model
 from configurator import check_at_least, check_choices, configure
-from data import shakespeare_split
+from data import SHAKESPEARE_HELD_OUT, shakespeare_split, shakespeare_split_rule
 from errors import fail, first_line
 from model import Encoder
 from optim import weight_decay_groups
-from tokenizer import Tokenizer, load_recorded_tokenizer
+from tokenizer import Tokenizer, load_recorded_tokenizer, load_tokenizer
 
 DEFAULTS = dict(
     init_from='out/ckpt.pt',  # a checkpoint .pt, an exported or Hugging Face folder,
@@ -79,8 +80,8 @@ DEFAULTS = dict(
     wandb_log=False,
     wandb_project='nanobert-finetune',
     wandb_run_name='finetune',
-    zero_shot_tokens=4096,  # the MLM's own scores on this many tokens of the held-out works
-    #   (0: none)
+    zero_shot_tokens=16384,  # built-in tasks: the MLM's own scores on this many tokens of the
+    #   held-out sections, shared by every work (0: none)
     out=None,  # write the result as JSON here
     write_task=None,  # a folder: write the task's train, dev and test as .jsonl there, and stop
 )
@@ -184,22 +185,62 @@ def carve_dev(train: list) -> tuple[list, list]:
             [e for i, e in enumerate(train) if i in dev])
 
 
+# The built-in tasks fine-tune on the sections of the embedded corpus that train.bin holds and
+# score dev and test on the sections prepare.py holds out (data.shakespeare_split): text
+# pre-training never read. An example that still shares a span of SPAN_TOKENS tokens with the
+# training text (a line repeated across works, a refrain) is left out of dev and test.
+SPAN_TOKENS = 13
+
+
+def span_hashes(ids: list[int]) -> np.ndarray:
+    """A 64-bit hash of every run of SPAN_TOKENS consecutive token ids."""
+    a = np.asarray(ids, dtype=np.uint64)
+    h = np.zeros(max(0, len(a) - SPAN_TOKENS + 1), dtype=np.uint64)
+    for j in range(SPAN_TOKENS):  # polynomial hash, wrapping at 2^64
+        h = h * np.uint64(1_000_003) + a[j:j + len(h)]
+    return h
+
+
+def unseen(examples: list, train_sections: dict) -> list:
+    """The examples none of whose texts shares a span of SPAN_TOKENS GPT-2 tokens with the training
+    sections."""
+    tok = load_tokenizer('gpt2')
+    seen = np.unique(np.concatenate([span_hashes(tok.encode_ordinary(section))
+                                     for sections in train_sections.values()
+                                     for section in sections]))
+    def shared(text: str) -> bool:
+        h = span_hashes(tok.encode_ordinary(text))
+        return bool((seen[np.searchsorted(seen, h).clip(max=len(seen) - 1)] == h).any())
+    return [e for e in examples if not any(shared(t) for t in e[0])]
+
+
+def dev_and_test(held_out: list) -> tuple[list, dict]:
+    """Held-out examples in corpus order: every fourth to dev (the learning rate is chosen on it),
+    the rest to test (what is reported)."""
+    return held_out[0::4], {'test': [e for i, e in enumerate(held_out) if i % 4]}
+
+
+def passages(sections: list[str], chars: int) -> list[str]:
+    """Consecutive passages of chars characters of each section, sharing no text."""
+    return [s[i * chars:(i + 1) * chars] for s in sections for i in range(len(s) // chars)]
+
+
 def shakespeare_works_task(passage_chars: int) -> Task:
-    """Which work a passage of passage_chars characters comes from, over the works pre-training
-    trains on (the held-out ones are left for the zero-shot scores). Each work is cut into
-    consecutive passages that share no text; every tenth is held out, alternately to dev and
-    test, so every split covers every part of every work. The text keeps its line breaks, as
-    pre-training reads it. Works of fewer than 20 passages (at 400 characters: The Phoenix and the
-    Turtle) are left out."""
-    works = {name: text for name, text in shakespeare_split()[0].items()
-             if len(text) >= 20 * passage_chars}
-    train, val = [], []
-    for label, text in enumerate(works.values()):
-        for i in range(len(text) // passage_chars):
-            example = ((text[i * passage_chars:(i + 1) * passage_chars],), label)
-            (val if i % 10 == 9 else train).append(example)
-    return Task('shakespeare_works', train, val[0::2], {'test': val[1::2]}, len(works),
-                ('accuracy',), list(works))
+    """Which work a passage of passage_chars characters comes from. Each work's sections are cut
+    into consecutive passages that share no text: those of its training sections to train, those of
+    its held-out sections to dev and test, so every split covers every work. The text keeps its line
+    breaks, as pre-training reads it. A work with fewer than 20 training or 3 held-out passages (at
+    400 characters: The Phoenix and the Turtle, The Passionate Pilgrim) is left out."""
+    train_sections, held_sections = shakespeare_split()
+    works = [w for w in train_sections
+             if len(passages(train_sections[w], passage_chars)) >= 20
+             and len(passages(held_sections.get(w, []), passage_chars)) >= 3]
+    train, held_out = [], []
+    for label, work in enumerate(works):
+        train += [((p,), label) for p in passages(train_sections[work], passage_chars)]
+        held_out += [((p,), label) for p in passages(held_sections[work], passage_chars)]
+    dev, tests = dev_and_test(unseen(held_out, train_sections))
+    return Task('shakespeare_works', train, dev, tests, len(works), ('accuracy',), works)
 
 
 def verse_lines(paragraph: str) -> list[str]:
@@ -210,30 +251,41 @@ def verse_lines(paragraph: str) -> list[str]:
             if len(line) >= 20 and not line.startswith('[') and not line.isupper()]
 
 
+def line_pairs(sections: list[str], rng: np.random.Generator, skip: set) -> list:
+    """Pairs of spoken lines of these sections: half a line and the next line of its speech, half
+    a line and a line from elsewhere in the same sections, joined by a line break. Lines in skip
+    (those the corpus holds more than once) are left out."""
+    speeches = [[line for line in verse_lines(p) if line not in skip]
+                for section in sections for p in section.split('\n\n')]
+    pool = [line for lines in speeches for line in lines]
+    pairs = []
+    for lines in speeches:
+        for a, b in zip(lines, lines[1:]):
+            follows = bool(rng.random() < 0.5)
+            other = b if follows else pool[rng.integers(len(pool))]
+            if follows or other != b:  # a line drawn from elsewhere that is the next is left out
+                pairs.append(((a + '\n' + other,), int(follows)))
+    return pairs
+
+
 def shakespeare_lines_task() -> Task:
-    """Does the second line follow the first? Pairs of lines from the works pre-training trains on:
-    half of them a line and the next line of the same speech, half a line and a line from elsewhere
-    in the same work, so names and vocabulary do not give the answer; given as one text, the lines
-    joined by a line break, as pre-training reads them. Speeches (paragraphs) alternate between the
-    splits by position, every tenth to validation, and a pair's other line comes from its own
-    split."""
+    """Does the second line follow the first? Pairs of lines of one work: half of them a line and
+    the next line of the same speech, half a line and a line from elsewhere in the same work, so
+    names and vocabulary do not give the answer; given as one text, as pre-training reads them.
+    Train pairs come from each work's training sections, dev and test pairs from its held-out ones,
+    without a line that occurs more than once in the corpus."""
     rng = np.random.default_rng(0)
-    train, val = [], []
-    for text in shakespeare_split()[0].values():
-        speeches = [(verse_lines(p), i % 10 == 9) for i, p in enumerate(text.split('\n\n'))]
-        for held_out in (False, True):
-            pool = [line for lines, v in speeches if v == held_out for line in lines]
-            for lines, v in speeches:
-                if v != held_out:
-                    continue
-                for a, b in zip(lines, lines[1:]):
-                    follows = bool(rng.random() < 0.5)
-                    other = b if follows else pool[rng.integers(len(pool))]
-                    # a line drawn from elsewhere that happens to be the next is left out
-                    if follows or other != b:
-                        (val if held_out else train).append(((a + '\n' + other,), int(follows)))
-    return Task('shakespeare_lines', train, val[0::2], {'test': val[1::2]}, 2, ('accuracy',),
-                ['elsewhere', 'next'])
+    train_sections, held_sections = shakespeare_split()
+    counts = collections.Counter(line for sections in (train_sections, held_sections)
+                                 for work in sections.values() for section in work
+                                 for p in section.split('\n\n') for line in verse_lines(p))
+    repeated = {line for line, n in counts.items() if n > 1}
+    train, held_out = [], []
+    for work, sections in train_sections.items():
+        train += line_pairs(sections, rng, set())
+        held_out += line_pairs(held_sections.get(work, []), rng, repeated)
+    dev, tests = dev_and_test(unseen(held_out, train_sections))
+    return Task('shakespeare_lines', train, dev, tests, 2, ('accuracy',), ['elsewhere', 'next'])
 
 
 def glue_task(name: str) -> Task:
@@ -569,14 +621,35 @@ def bootstrap_interval(metric, gold: np.ndarray, arm: list, baseline: list | Non
 @torch.no_grad()
 def zero_shot(encoder: Encoder, tok: Tokenizer, max_tokens: int, max_length: int,
               device: str) -> dict:
-    """The MLM's own scores, no fine-tuning, on the first max_tokens tokens of the works prepare.py
-    holds out of pre-training: each token masked alone in turn (Salazar et al. 2020), windows of
-    max_length tokens. Returns the share predicted right (masked-token accuracy) and the mean
-    log-probability of the right token (pseudo-log-
-    likelihood per token, in nats)."""
-    ids = tok.encode_ordinary('\n\n'.join(shakespeare_split()[1].values()))[:max_tokens]
-    room, correct, log_prob = max_length - 2, 0, 0.0
+    """The MLM's own scores, no fine-tuning, on max_tokens tokens of the held-out sections, shared
+    evenly between the works (each from the start of its held-out text): each token masked alone in
+    turn (Salazar et al. 2020), windows of max_length tokens. Returns the share predicted right
+    (masked-token accuracy) and the mean log-probability of the right token (pseudo-log-likelihood
+    per token, in nats), each with a 95% interval from resampling the works."""
+    held_out = shakespeare_split()[1]
     encoder.to(device).eval()
+    per_work = []  # (tokens, right, log-probability) of each work
+    for k, sections in enumerate(held_out.values()):
+        share = max_tokens // len(held_out) + (k < max_tokens % len(held_out))
+        ids = tok.encode_ordinary('\n\n'.join(sections))[:share]
+        per_work.append((len(ids), *masked_scores(encoder, tok, ids, max_length, device)))
+    counts = np.array(per_work)
+    rng = np.random.default_rng(0)
+    draws = counts[rng.integers(len(counts), size=(BOOTSTRAP_SAMPLES, len(counts)))].sum(1)
+    n = counts[:, 0].sum()
+    accuracy, log_prob = draws[:, 1] / draws[:, 0], draws[:, 2] / draws[:, 0]
+    return dict(masked_accuracy=counts[:, 1].sum() / n,
+                masked_accuracy_interval=np.percentile(accuracy, [2.5, 97.5]).tolist(),
+                pseudo_log_likelihood=counts[:, 2].sum() / n,
+                pseudo_log_likelihood_interval=np.percentile(log_prob, [2.5, 97.5]).tolist(),
+                tokens=int(n), works=len(held_out))
+
+
+def masked_scores(encoder: Encoder, tok: Tokenizer, ids: list[int], max_length: int,
+                  device: str) -> tuple[int, float]:
+    """How many of ids the MLM predicts right, and the summed log-probability of the right ones,
+    each token masked alone in windows of max_length tokens."""
+    room, correct, log_prob = max_length - 2, 0, 0.0
     for start in range(0, len(ids), room):
         window = torch.tensor([tok.cls_token_id, *ids[start:start + room], tok.sep_token_id],
                               device=device)
@@ -589,8 +662,7 @@ def zero_shot(encoder: Encoder, tok: Tokenizer, max_tokens: int, max_length: int
         target = window[1:-1]
         correct += int((logits.argmax(-1) == target).sum())
         log_prob += float(logits.log_softmax(-1).gather(1, target[:, None]).sum())
-    return dict(masked_accuracy=correct / len(ids), pseudo_log_likelihood=log_prob / len(ids),
-                tokens=len(ids))
+    return correct, log_prob
 
 
 def sample(examples: list, limit: int | None) -> list:
@@ -616,6 +688,23 @@ def check(cfg: dict) -> None:
         fail('warmup_fraction must be in [0, 1)')
     if not cfg['seeds'] or not all(isinstance(s, int) for s in cfg['seeds']):
         fail(f"seeds={cfg['seeds']}: give integers, e.g. --seeds=0,1,2")
+
+
+def check_held_out(task: Task, data: dict | None, init_from: str) -> None:
+    """A built-in task's dev and test text is held out of pre-training only for a model pre-trained
+    on the embedded corpus as prepare.py splits it by default: stop with one line for another split
+    of that corpus (its held-out text may be in train.bin), say so for a model from elsewhere."""
+    if not task.name.startswith('shakespeare_'):
+        return
+    if data is None or data.get('dataset') != 'shakespeare':
+        print(f'{init_from} records no pre-training on the embedded corpus (it was pre-trained on '
+              f"{data['dataset'] if data else 'data it does not record'}): its {task.name} scores "
+              'are not on text held out of its pre-training')
+    elif data.get('split') != shakespeare_split_rule(SHAKESPEARE_HELD_OUT):
+        fail(f'{init_from} was pre-trained on another split of the embedded corpus '
+             f"({data.get('split')!r}), so {task.name}'s dev and test text may be in its "
+             'training data; prepare it with python prepare.py (the default --val_fraction) and '
+             'train again')
 
 
 def write_task(task: Task, folder: str) -> None:
@@ -669,6 +758,7 @@ def main(argv: list[str]) -> dict:
         return {}
     loaded = load_model(cfg['init_from'])
     encoder, tok = loaded.model, load_recorded_tokenizer(loaded.tokenizer, cfg['init_from'])
+    check_held_out(task, loaded.data, cfg['init_from'])
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
              f'{encoder.config.max_position_embeddings}')
@@ -698,13 +788,19 @@ def main(argv: list[str]) -> dict:
         arms['random weights'] = run_arm(cfg, task, encoder, data, tok.pad_token_id, True)
     difference = compare(task, data['evals'][next(iter(task.tests))][1], arms)
     zero = None
-    if cfg['zero_shot_tokens']:
+    with_zero_shot = cfg['zero_shot_tokens'] and task.name.startswith('shakespeare_')
+    if with_zero_shot:
         zero = zero_shot(starting_encoder(encoder, cfg['from_scratch'], cfg['seeds'][0]), tok,
                          cfg['zero_shot_tokens'], cfg['max_length'], cfg['device'])
-        print(f"zero-shot on the held-out Shakespeare works: masked-token accuracy "
-              f"{zero['masked_accuracy']:.4f}, pseudo-log-likelihood "
-              f"{zero['pseudo_log_likelihood']:.3f}")
+        low, high = zero['masked_accuracy_interval']
+        print(f"zero-shot on {zero['tokens']:,} held-out tokens of {zero['works']} works: "
+              f"masked-token accuracy {zero['masked_accuracy']:.4f} ({low:.4f} to {high:.4f}), "
+              f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}")
     arm = arms[name]
+    if 'random weights' in arms and with_zero_shot:
+        arms['random weights']['zero_shot'] = zero_shot(
+            starting_encoder(encoder, True, cfg['seeds'][0]), tok, cfg['zero_shot_tokens'],
+            cfg['max_length'], cfg['device'])
     result = dict(task=task.name, metric=task.metrics[0], value=arm['metrics'][task.metrics[0]],
                   metrics=arm['metrics'], per_seed=arm['per_seed'], seeds=cfg['seeds'],
                   learning_rate=arm['learning_rate'], grid=arm['grid'], dev=arm['dev'],
@@ -719,7 +815,7 @@ def main(argv: list[str]) -> dict:
         result['baseline'] = dict(arm='scratch', value=other['metrics'][task.metrics[0]],
                                   mean=other['interval'][0], interval=other['interval'][1:],
                                   learning_rate=other['learning_rate'], grid=other['grid'],
-                                  per_seed=other['per_seed'])
+                                  per_seed=other['per_seed'], zero_shot=other.get('zero_shot'))
         result['difference'] = difference
     if cfg['out']:
         Path(cfg['out']).parent.mkdir(parents=True, exist_ok=True)

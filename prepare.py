@@ -20,7 +20,8 @@ Options (--key=value):
   --out_dir       output folder (default: data/<dataset name>)
   --force         rebuild even when the outputs match the inputs and settings
   --val_fraction  fraction of documents held out for validation (default 0.05, at least one
-                  document)
+                  document); the embedded corpus is held out by section instead, the same share
+                  of every work (default 0.15: the text the fine-tuning tasks score on)
   --num_proc      tokenizer processes (default: all cores)
   --shard_tokens  most tokens in one token file (default 2^30); a larger split is written as
                   train_000.bin, ...
@@ -62,11 +63,12 @@ import torch
 from tqdm import tqdm
 
 from configurator import check_choices, configure
-from data import SAMPLE_BY, documents, shard_names, shard_paths, split_documents, token_dtype
+from data import (SAMPLE_BY, SHAKESPEARE_HELD_OUT, documents, shakespeare_sections,
+                  shakespeare_split_rule, shard_names, shard_paths, split_documents, token_dtype)
 from errors import fail, first_line
 from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokenizer
 
-FORMAT_VERSION = 2  # part of the fingerprint: bump it when the output format changes so old outputs
+FORMAT_VERSION = 3  # part of the fingerprint: bump it when the output format changes so old outputs
 #                     are rebuilt
 
 
@@ -454,7 +456,8 @@ DEFAULTS = dict(
     shrink_vocab=[],  # sizes K: --shrink_vocab=2048,4096
     out_dir='',  # "": data/<dataset name>
     force=False,
-    val_fraction=0.05,
+    val_fraction=None,  # held out for validation: None is 0.15 of each work for the embedded corpus
+    #   (the fine-tuning tasks' dev and test), 0.05 of the documents otherwise
     num_proc=os.cpu_count() or 1,
     text_field='text',
     sample_by='document',  # where a .txt document ends: document (the file) | paragraph (a blank
@@ -480,8 +483,6 @@ def parse_args(argv: list[str]) -> dict:
     if not all(isinstance(k, int) and k > 0 for k in cfg['shrink_vocab']):
         fail(f"--shrink_vocab={','.join(map(str, cfg['shrink_vocab']))}: sizes must be positive "
              f'integers, e.g. --shrink_vocab=2048,4096')
-    if not 0 < cfg['val_fraction'] < 1:
-        fail(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
     if cfg['shard_tokens'] < 1:
         fail(f"--shard_tokens={cfg['shard_tokens']} must be a positive number of tokens")
     if cfg['num_proc'] < 1:
@@ -504,6 +505,13 @@ def parse_args(argv: list[str]) -> dict:
             isinstance(w, (int, float)) and w > 0 for w in cfg['mix_weights']):
         fail(f"--mix_weights={','.join(map(str, cfg['mix_weights']))} must give one positive "
              f"weight per source of --dataset ({len(cfg['sources'])}), e.g. --mix_weights=1,0.5")
+    # the embedded corpus alone is held out by section, a share of every work (data.py)
+    cfg['by_section'] = cfg['sources'] == ['shakespeare'] and cfg['sample_by'] == 'document' and \
+        cfg['mix_weights'] == [1.0]
+    if cfg['val_fraction'] is None:
+        cfg['val_fraction'] = SHAKESPEARE_HELD_OUT if cfg['by_section'] else 0.05
+    if not 0 < cfg['val_fraction'] < 1:
+        fail(f"--val_fraction={cfg['val_fraction']} must lie strictly between 0 and 1")
     names = [Path(d).name.removesuffix('.gz').removesuffix('.jsonl').removesuffix('.txt')
              for d in cfg['sources']]
     cfg['out_dir'] = cfg['out_dir'] or os.path.join('data', '+'.join(names))
@@ -521,7 +529,14 @@ def main(argv: list[str] | None = None) -> int:
     # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it
     # (and once more to train a tokenizer)
     scan = scan_corpus(cfg)
-    is_val = split_documents(scan.digests(), cfg['val_fraction'])
+    if cfg['by_section']:  # the embedded corpus: a share of every work
+        is_val = np.array([held for _, _, held in shakespeare_sections(cfg['val_fraction'])])
+        split_rule = shakespeare_split_rule(cfg['val_fraction'])
+    else:
+        is_val = split_documents(scan.digests(), cfg['val_fraction'])
+        split_rule = (f"by document: the max(1, round({cfg['val_fraction']} * documents)) "
+                      'documents with the smallest sha256 of their UTF-8 text, and their copies, '
+                      'are val, the rest train')
     tok = tok or checked_tokenizer(trained_tokenizer(cfg, scan, is_val), cfg['shrink_vocab'])
     # the mixture needs no entry: the weights show in the document hashes (copies, the documents
     # taken)
@@ -540,9 +555,7 @@ def main(argv: list[str] | None = None) -> int:
                 for d, w, n in zip(cfg['sources'], cfg['mix_weights'], scan.source_documents)],
             'documents': len(is_val), 'train_documents': int((~is_val).sum()),
             'val_documents': int(is_val.sum()),
-            'split': f"by document: the max(1, round({cfg['val_fraction']} * documents)) documents "
-                     f'with the smallest sha256 of their UTF-8 text, and their copies, are val, '
-                     'the rest train',
+            'split': split_rule,
             'invalid_utf8_replaced': scan.replaced, 'fingerprint': fingerprint,
             'shard_tokens': cfg['shard_tokens'],
         }

@@ -14,9 +14,14 @@ import finetune  # noqa: E402
 works_split = finetune.shakespeare_split
 
 
+def spoken(sections: dict) -> dict:
+    return {name: ['\n'.join(finetune.verse_lines(s)) for s in work]
+            for name, work in sections.items()}
+
+
 def spoken_split() -> tuple[dict, dict]:
     train, held_out = works_split()
-    return {name: '\n'.join(finetune.verse_lines(text)) for name, text in train.items()}, held_out
+    return spoken(train), spoken(held_out)
 
 
 finetune.shakespeare_split = spoken_split

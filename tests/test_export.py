@@ -10,7 +10,7 @@ from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer, pipelin
 import export_hf
 import fill_mask
 import prepare
-from checkpoint import load_checkpoint, load_model
+from checkpoint import data_record, load_checkpoint, load_model
 from conftest import train
 from data import documents
 from export_hf import export
@@ -72,6 +72,16 @@ def assert_same_top_k(a: list[list[tuple[str, float]]], b: list[list[tuple[str, 
                                rtol=1e-4, atol=1e-7)
 
 
+def test_an_export_keeps_the_record_of_its_pre_training_data(modernbert):
+    """finetune.py judges an export like its checkpoint: whether a task's dev and test text was
+    held out of its pre-training."""
+    ckpt, folder = modernbert
+    loaded, exported = load_model(ckpt), load_model(folder)
+    assert exported.data == loaded.data == data_record(loaded.checkpoint['dataset_meta'])
+    assert exported.data['dataset'] == 'shakespeare' and 'by section' in exported.data['split']
+    assert load_model('hf:' + folder).data == loaded.data
+
+
 @torch.no_grad()
 def test_modernbert_export_gives_our_logits_through_auto_classes(modernbert):
     ckpt, folder = modernbert
@@ -98,7 +108,7 @@ def test_gpt2_tokenizer_export_has_prepare_ids(modernbert):
         {n: getattr(ref, f'{n}_token_id') for n in SPECIAL_NAMES}
     assert set(ref.special_ids) <= set(tok.all_special_ids)
     docs = [d for d, _ in documents('shakespeare')]
-    text = docs[0][:100_000] + '\n\u00e9t\u00e9 \U0001f600  tabs\t\tand  spaces  \n'
+    text = '\n\n'.join(docs)[:100_000] + '\n\u00e9t\u00e9 \U0001f600  tabs\t\tand  spaces  \n'
     ids = tok(text, add_special_tokens=False, split_special_tokens=True)['input_ids']
     assert ids == ref.encode_ordinary(text) and len(ids) > 20_000
     assert tok.decode(ids) == text

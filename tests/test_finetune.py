@@ -12,7 +12,7 @@ import pytest
 import finetune
 from checkpoint import load_model
 from conftest import learn_good_or_bad, run_script, stop_in_process
-from data import shakespeare_split
+from data import shakespeare_split, shakespeare_works
 from model import Encoder
 from tokenizer import load_recorded_tokenizer, load_tokenizer
 
@@ -33,36 +33,74 @@ def test_metrics_against_known_values():
     assert finetune.spearman(np.array([1., 2, 3]), np.array([1., 10, 100])) == pytest.approx(1.0)
 
 
-def test_shakespeare_works_split_shares_no_text():
+def test_shakespeare_works_covers_every_work_in_every_split():
     task = finetune.shakespeare_works_task(400)
-    val = task.dev + task.tests['test']
-    assert abs(len(task.dev) - len(task.tests['test'])) <= 1
-    assert task.num_labels == len(task.label_names) > 30 and 'hamlet' in task.label_names
-    assert {y for _, y in task.train} == {y for _, y in val} == set(range(task.num_labels))
-    assert len(val) == pytest.approx(len(task.train) / 9, rel=0.05)
-    assert all(len(texts[0]) == 400 for texts, _ in task.train[:100] + val[:100])
-    train_text = '\n'.join(texts[0] for texts, _ in task.train)
-    # passages are disjoint slices of each work
-    assert not any(texts[0] in train_text for texts, _ in val[::50])
+    held = task.dev + task.tests['test']
+    assert task.num_labels == len(task.label_names) == 40 and 'hamlet' in task.label_names
+    assert {y for _, y in task.train} == {y for _, y in task.dev} == \
+        {y for _, y in task.tests['test']} == set(range(task.num_labels))
+    # about 15% of the text is held out; passages that share a 13-token span with training text
+    # (short exchanges, stage directions) are left out of it
+    assert 0.7 * 0.15 / 0.85 * len(task.train) < len(held) < 0.15 / 0.85 * len(task.train)
+    assert len(task.dev) == pytest.approx(len(held) / 4, abs=1)
+    assert all(len(texts[0]) == 400 for texts, _ in task.train[:100] + held[:100])
     assert 0 < task.majority_baseline() < 0.05
-    # held out of pre-training
-    assert not {'winters_tale', 'passionate_pilgrim'} & set(task.label_names)
     # line breaks kept, as pre-training reads them
     assert all('\n' in texts[0] for texts, _ in task.train[:100])
 
 
 def test_shakespeare_lines_pairs_a_line_with_the_next_or_with_one_from_its_own_work():
     task = finetune.shakespeare_lines_task()
-    val = task.dev + task.tests['test']
-    assert task.num_labels == 2 and len(val) == pytest.approx(len(task.train) / 9, rel=0.15)
+    held = task.dev + task.tests['test']
+    assert task.num_labels == 2 and len(task.dev) == pytest.approx(len(held) / 4, abs=1)
     assert np.mean([y for _, y in task.train]) == pytest.approx(0.5, abs=0.02)
-    works = shakespeare_split()[0].values()
-    for (text,), follows in task.train[::2000] + val[::500]:
+    assert np.mean([y for _, y in held]) == pytest.approx(0.5, abs=0.03)
+    # each work's lines as the task reads them: stripped
+    works = ['\n'.join(line.strip() for line in text.split('\n'))
+             for text in shakespeare_works().values()]
+    for (text,), follows in task.train[::2000] + held[::500]:
         first, second = text.split('\n')
         (work,) = [w for w in works if first in w]
         assert second in work and (first + '\n' + second in work) == bool(follows)
-    train_text = {line for (text,), _ in task.train for line in text.split('\n')}
-    assert not any(text.split('\n')[0] in train_text for (text,), _ in val[::50])
+
+
+@pytest.mark.parametrize('name', ['shakespeare_works', 'shakespeare_lines'])
+def test_dev_and_test_text_was_never_trained_on(name):
+    """No line or passage of a dev or test example shares a span of 13 or more GPT-2 tokens with the
+    text train.bin holds (prepare.py's default split of the embedded corpus, read here from the raw
+    text), and each test split holds at least 1,000 examples."""
+    task = finetune.load_task(dict(finetune.DEFAULTS, task=name))
+    assert len(task.tests['test']) >= 1000 and len(task.dev) >= 300
+    train, held_out = shakespeare_split()
+    tok = load_tokenizer('gpt2')
+    seen = set()
+    for sections in train.values():
+        for section in sections:
+            ids = tok.encode_ordinary(section)
+            seen.update(tuple(ids[i:i + 13]) for i in range(len(ids) - 12))
+    held_text = '\n'.join(line.strip() for sections in held_out.values() for s in sections
+                          for line in s.split('\n'))
+    for (text, *_), _ in task.dev + task.tests['test']:
+        # from the held-out sections (whose lines the lines task strips)
+        assert all(line.strip() in held_text for line in text.split('\n'))
+        for piece in [text, *text.split('\n')]:  # the example, and each of its lines
+            ids = tok.encode_ordinary(piece)
+            assert not any(tuple(ids[i:i + 13]) in seen for i in range(len(ids) - 12)), piece
+
+
+def test_a_model_of_another_split_is_refused_and_one_from_elsewhere_is_said_so(ckpt, tmp_path,
+                                                                               capsys):
+    import torch
+    other = torch.load(ckpt, weights_only=True)
+    other['dataset_meta']['split'] = 'by document: ... 0.05 ...'  # the held-out works of old
+    torch.save(other, tmp_path / 'other_split.pt')
+    stop = stop_in_process('finetune.py', f'--init_from={tmp_path / "other_split.pt"}')
+    assert len(stop.splitlines()) == 1 and 'another split of the embedded corpus' in stop, stop
+    task = finetune.Task('shakespeare_lines', [], [], {'test': []}, 2, ('accuracy',))
+    finetune.check_held_out(task, None, 'hf:answerdotai/ModernBERT-base')
+    finetune.check_held_out(task, load_model(ckpt).data, ckpt)  # the default split: nothing said
+    out = capsys.readouterr().out
+    assert out.count('not on text held out') == 1 and 'ModernBERT-base' in out
 
 
 def test_a_probe_trains_only_its_linear_layer(ckpt):

@@ -22,7 +22,8 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
 import prepare
 from conftest import MODERNBERT_IDS, shakespeare_texts
-from data import MAX_DOCUMENT_CHARS, documents, shard_paths, split_documents
+from data import (MAX_DOCUMENT_CHARS, documents, shakespeare_sections, shard_paths,
+                  split_documents, work_sections)
 from tokenizer import (GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer,
                        tokenizer_fingerprint)
 
@@ -73,11 +74,20 @@ def gpt2():  # our gpt2 tokenizer (tokenizer.Tokenizer)
 # the embedded corpus ------------------------------------------------------------------------------
 
 def test_shakespeare_end_to_end(shakespeare, gpt2):
+    """The embedded corpus comes by section; a share of every work is held out (val.bin), so that a
+    fine-tuning task can ask about every work and score only text pre-training never read."""
     meta = load_meta(shakespeare)
     texts = shakespeare_texts()
-    assert meta['documents'] == len(texts) == 42 and \
-        meta['train_documents'] + meta['val_documents'] == 42
-    assert meta['val_documents'] == 2  # round(0.05 * 42)
+    works = {}  # work -> its sections, in order
+    for name, text in texts.items():
+        works[name] = [sec for sec in work_sections(text) if sec.strip()]
+        assert '\n\n'.join(work_sections(text)) == text  # sections cut at paragraph breaks only
+    n_sections = sum(map(len, works.values()))
+    assert meta['documents'] == n_sections > 20 * len(texts) == 20 * 42 and \
+        meta['train_documents'] + meta['val_documents'] == n_sections
+    held = {name: max(1, round(0.15 * len(secs))) if len(secs) > 1 else 0
+            for name, secs in works.items()}
+    assert meta['val_documents'] == sum(held.values()) and 'by section' in meta['split']
     assert meta['vocab_size'] == 50368 and meta['dtype'] == 'uint16' and meta['tokenizer'] == 'gpt2'
     assert [meta[f'{n}_token_id'] for n in SPECIAL_NAMES] == [50257, 50258, 50259, 50260, 50261]
     assert meta['special_token_ids'] == list(range(50256, 50368))
@@ -89,12 +99,16 @@ def test_shakespeare_end_to_end(shakespeare, gpt2):
         assert (starts[1:] == ends[:-1] + 1).all()  # [CLS] doc [SEP][CLS] doc [SEP] ...
     np.testing.assert_array_equal(np.load(shakespeare / 'counts.npy'),
                                   np.bincount(train, minlength=50368))
-    # each val document decodes back to one of the plays, the ones with the smallest sha256 of
-    # their text
+    # each val document decodes back to a section of its work, those with the smallest sha256 of
+    # their text: every work of two or more sections has some in val and the rest in train
     starts, ends = np.flatnonzero(val == 50257), np.flatnonzero(val == 50258)
     decoded = [gpt2.decode(val[s + 1:e].tolist()) for s, e in zip(starts, ends)]
-    smallest = sorted(texts.values(), key=lambda t: hashlib.sha256(t.encode()).digest())[:2]
-    assert sorted(decoded) == sorted(smallest)
+    def smallest(secs: list, n: int) -> list:
+        return sorted(secs, key=lambda t: hashlib.sha256(t.encode()).digest())[:n]
+    expected = [sec for name, secs in works.items() for sec in secs
+                if sec in smallest(secs, held[name])]
+    assert decoded == expected
+    assert all(any(sec in decoded for sec in secs) for secs in works.values() if len(secs) > 1)
 
 
 @pytest.mark.parametrize('k', [2048, 4096])
@@ -721,10 +735,8 @@ def test_train_tokenizer_on_the_corpus(tmp_path, model, capsys):
     ids = hf('The capital of France is [MASK].')['input_ids']
     assert (ids[0], ids[-1], ids.count(4), len(hf)) == (2, 3, 1, 1024)
     # train.bin holds the train documents as this tokenizer encodes them, in corpus order
-    docs = [d for d, _ in documents('shakespeare')]
-    is_val = split_documents([hashlib.sha256(d.encode()).digest() for d in docs], 0.05)
     train = np.fromfile(out / 'train.bin', dtype=np.uint16)
-    first = next(d for d, v in zip(docs, is_val) if not v)
+    first = next(d for _, d, held in shakespeare_sections(0.15) if not held)
     encoded = hf(first, add_special_tokens=False)['input_ids']
     assert train[:len(encoded) + 2].tolist() == [2, *encoded, 3]
     if model == 'bpe':
