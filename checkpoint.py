@@ -127,17 +127,37 @@ class LoadedModel:
     # the remapping of a checkpoint kept in its shrunken vocabulary (full_vocabulary=False)
     remap: dict | None
     checkpoint: dict | None  # a .pt's contents (training state, dataset meta); None for a folder
-    data: dict | None = None  # its pre-training data record (data_record); None when none is kept
+    # every corpus its weights were trained on, oldest first (data_record each); [] when unknown
+    history: list = dataclasses.field(default_factory=list)
 
 
 DATA_RECORD_KEYS = ('dataset', 'split', 'fingerprint')
 
 
 def data_record(meta: dict | None) -> dict | None:
-    """What a model keeps of the data it was pre-trained on (meta.json's dataset, split rule and
+    """What a model keeps of a corpus it was trained on (meta.json's dataset, split rule and
     fingerprint): enough for finetune.py to tell whether a task's dev and test text was held out of
-    it. export_hf.py writes it into config.json as 'pretraining_data'."""
+    it. A checkpoint keeps the list of them as 'data_history'; export_hf.py writes it into
+    config.json as 'pretraining_data'."""
     return {k: meta.get(k) for k in DATA_RECORD_KEYS} if meta else None
+
+
+def unknown_data(source: str) -> dict:
+    """The record of a model that keeps none (a Hugging Face model from elsewhere)."""
+    return dict(dataset=f'unknown ({source})', split=None, fingerprint=None)
+
+
+def extended_history(history: list, *records: dict) -> list:
+    """history with the records it does not hold yet appended, in order."""
+    out = list(history)
+    out += [r for i, r in enumerate(records) if r not in out and r not in records[:i]]
+    return out
+
+
+def checkpoint_history(ckpt: dict) -> list:
+    """A checkpoint's data history; one written before checkpoints kept it has its dataset's."""
+    meta = ckpt.get('dataset_meta')
+    return ckpt.get('data_history') or ([data_record(meta)] if meta else [])
 
 
 def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> LoadedModel:
@@ -160,7 +180,7 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
         if full_vocabulary and meta is not None and model.config.vocab_size != meta['vocab_size']:
             fail(f"the model's vocabulary ({model.config.vocab_size}) is not its tokenizer's "
                  f"({meta['vocab_size']}); the checkpoint is inconsistent, export another one")
-        return LoadedModel(model, ckpt.get('tokenizer'), remap, ckpt, data_record(meta))
+        return LoadedModel(model, ckpt.get('tokenizer'), remap, ckpt, checkpoint_history(ckpt))
     name = source.removeprefix('hf:')
     from huggingface_hub.errors import LocalEntryNotFoundError
     try:
@@ -174,8 +194,8 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
         fail(f"cannot load {role or 'the model'} '{name}' ({first_line(e)}); give a train.py "
              f'ckpt.pt or a Hugging Face ModernBERT or NeoBERT folder (export_hf.py writes one)')
     with open(os.path.join(folder, 'config.json')) as f:
-        data = json.load(f).get('pretraining_data')
-    return LoadedModel(model, folder_tokenizer(folder), None, None, data)
+        history = json.load(f).get('pretraining_data') or []
+    return LoadedModel(model, folder_tokenizer(folder), None, None, history)
 
 
 # what may change when a run is restarted: its length, evaluation and logging, checkpointing,
@@ -317,30 +337,34 @@ NEW_PROGRESS = dict(
 
 def start_model(start: str, ckpt_path: str, meta: dict, config: dict,
                 scratch_vocab: tuple[dict, int], decoder_bias: Callable[[], torch.Tensor] | None,
-                same_run: bool) -> tuple[Encoder, dict | None]:
-    """The model a train.py run starts from (run_start's start) and the checkpoint it comes from
-    (None from scratch or a Hugging Face model). scratch_vocab: the special ids and size of the
-    token space a new model starts in; decoder_bias: makes its initial decoder bias (None: zeros);
-    same_run: the checkpoint must be this run's ('auto')."""
+                same_run: bool) -> tuple[Encoder, dict | None, list]:
+    """The model a train.py run starts from (run_start's start), the checkpoint it comes from (None
+    from scratch or a Hugging Face model) and its data history with this run's data last.
+    scratch_vocab: the special ids and size of the token space a new model starts in;
+    decoder_bias: makes its initial decoder bias (None: zeros); same_run: the checkpoint must be
+    this run's ('auto')."""
+    this_data = data_record(meta)
     if start == 'scratch':
         model = Encoder(scratch_config(config, *scratch_vocab))
         if decoder_bias is not None and model.decoder.bias is not None:
             with torch.no_grad():
                 model.decoder.bias.copy_(decoder_bias())
-        return model, None
+        return model, None, [this_data]
     if start.startswith('hf:'):
         loaded = load_model(start)
+        data_dir = os.path.join(config['data_root'], config['dataset'])
         require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f'the model {start[3:]}',
-                               f'the data in '
-                               f"{os.path.join(config['data_root'], config['dataset'])}")
-        return loaded.model, None
+                               f'the data in {data_dir}')
+        earlier = loaded.history or [unknown_data(start)]
+        return loaded.model, None, extended_history(earlier, this_data)
     resume = start == 'resume'
     ckpt = load_start_checkpoint(ckpt_path if resume else start, resume, meta, config['arch'],
                                  config if same_run else None)
     if resume and 'progress' not in ckpt:  # written before the counters had an entry of their own
         ckpt['progress'] = {k: ckpt['state'].pop(k) for k in list(ckpt['state'])
                             if k in NEW_PROGRESS}
-    return checkpoint_encoder(ckpt), ckpt
+    earlier = checkpoint_history(ckpt) or [unknown_data(start)]
+    return checkpoint_encoder(ckpt), ckpt, extended_history(earlier, this_data)
 
 
 def save_run(checkpoint: dict | None, path: str, it: int, keep: int, log, device: str) -> None:

@@ -21,7 +21,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from checkpoint import fit_model_to_data, load_model
+from checkpoint import fit_model_to_data, load_model, unknown_data
 from errors import fail
 from model import IGNORE_INDEX, Encoder
 from tokenizer import data_tokenizer, require_same_tokenizer
@@ -37,11 +37,12 @@ def weights_fingerprint(model: torch.nn.Module) -> str:
     return h.hexdigest()[:16]
 
 
-def load_teacher(source: str, meta: dict, block_size: int, device: str) -> tuple[Encoder, dict]:
+def load_teacher(source: str, meta: dict, block_size: int,
+                 device: str) -> tuple[Encoder, dict, list]:
     """The frozen teacher at source (a .pt, a Hugging Face folder or hf:<id>, grown to the full
-    vocabulary), checked to read the run's data, in eval mode on device; and its record (source,
-    fingerprint) for the checkpoint. SystemExit with one line when it cannot be the teacher of this
-    data."""
+    vocabulary), checked to read the run's data, in eval mode on device; its record (source,
+    fingerprint) for the checkpoint; and its data history (unknown when it keeps none). SystemExit
+    with one line when it cannot be the teacher of this data."""
     loaded = load_model(source, role='teacher')
     require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f'the teacher {source}',
                            f"the data ({meta['dataset']})")
@@ -49,7 +50,8 @@ def load_teacher(source: str, meta: dict, block_size: int, device: str) -> tuple
     # in eval mode it attends with SDPA (FlexAttention only trains); the checks are the student's
     fit_model_to_data(teacher, meta, meta['vocab_size'], block_size, 'auto', role='teacher')
     teacher.eval().requires_grad_(False)
-    return teacher.to(device), dict(source=source, fingerprint=weights_fingerprint(teacher))
+    return (teacher.to(device), dict(source=source, fingerprint=weights_fingerprint(teacher)),
+            loaded.history or [unknown_data(source)])
 
 
 def soft_targets(teacher_logits: torch.Tensor, temperature: float,
@@ -139,7 +141,8 @@ class Teacher:
     def __init__(self, config: dict, meta: dict, remap: dict | None, block_size: int, device: str,
                  student: Encoder, guide: dict | None, student_source: str, compiled: bool,
                  log: Callable):
-        self.model, self.record = load_teacher(config['teacher'], meta, block_size, device)
+        self.model, self.record, self.history = load_teacher(config['teacher'], meta, block_size,
+                                                             device)
         self.weight, self.temperature = config['distill_weight'], config['distill_temperature']
         self.hidden_weight, self.hidden_kind = \
             config['distill_hidden_weight'], config['distill_hidden_loss']

@@ -13,9 +13,9 @@ tokenizer files.
   transformers fast tokenizers with the same ids (the padding slots up to the model's vocabulary are
   [unused0], [unused1], ...); a Hugging Face tokenizer is saved as it loads, with the model's max
   length and without token_type_ids. config.json carries the tokenizer's fingerprint, so a folder
-  whose tokenizer files were swapped is refused, and the record of the pre-training data
-  ('pretraining_data': dataset, split rule, fingerprint), so that finetune.py can tell whether a
-  task's dev and test text was held out of it.
+  whose tokenizer files were swapped is refused, and the records of every corpus its weights were
+  trained on ('pretraining_data': dataset, split rule, fingerprint of each), so that finetune.py
+  can tell whether a task's dev and test text was held out of it.
 - A checkpoint still in its shrunken vocabulary is exported in the full one: every core token gets
   its row, every rare token RARE's embedding and RARE's logit minus log(rare tokens), so the export
   computes the shrunken model's function and spreads RARE's probability evenly over the tokens it
@@ -65,7 +65,7 @@ def export(ckpt_path: str, folder: str, overwrite: bool = False) -> None:
             hf_config = json.load(f)
         hf_config['tokenizer_fingerprint'] = loaded.tokenizer['fingerprint']
         # an export is judged like its checkpoint: finetune.py reads what it was pre-trained on
-        hf_config['pretraining_data'] = loaded.data
+        hf_config['pretraining_data'] = loaded.history
         with open(os.path.join(tmp, 'config.json'), 'w') as f:
             json.dump(hf_config, f, indent=2)
     except BaseException:

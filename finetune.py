@@ -160,6 +160,9 @@ class Task:
     metrics: tuple  # names in METRICS; the first is the headline
     label_names: list = field(default_factory=list)
     note: str = ''  # where dev and test come from, when the task's own files do not say
+    # the first test split's examples by the passage of text they come from (the built-in tasks:
+    # held-out sections), which the intervals resample whole; None: every example its own
+    test_groups: list | None = None
 
     def majority_baseline(self) -> float | None:
         """The headline metric of always answering the most frequent training label, on the first
@@ -202,8 +205,8 @@ def span_hashes(ids: list[int]) -> np.ndarray:
 
 
 def unseen(examples: list, train_sections: dict) -> list:
-    """The examples none of whose texts shares a span of SPAN_TOKENS GPT-2 tokens with the training
-    sections."""
+    """The (example, section) pairs none of whose texts shares a span of SPAN_TOKENS GPT-2 tokens
+    with the training sections."""
     tok = load_tokenizer('gpt2')
     seen = np.unique(np.concatenate([span_hashes(tok.encode_ordinary(section))
                                      for sections in train_sections.values()
@@ -211,13 +214,16 @@ def unseen(examples: list, train_sections: dict) -> list:
     def shared(text: str) -> bool:
         h = span_hashes(tok.encode_ordinary(text))
         return bool((seen[np.searchsorted(seen, h).clip(max=len(seen) - 1)] == h).any())
-    return [e for e in examples if not any(shared(t) for t in e[0])]
+    return [(e, section) for e, section in examples if not any(shared(t) for t in e[0])]
 
 
-def dev_and_test(held_out: list) -> tuple[list, dict]:
-    """Held-out examples in corpus order: every fourth to dev (the learning rate is chosen on it),
-    the rest to test (what is reported)."""
-    return held_out[0::4], {'test': [e for i, e in enumerate(held_out) if i % 4]}
+def dev_and_test(held_out: list) -> tuple[list, dict, list]:
+    """(example, held-out section) pairs split by whole section, so that dev and test share no
+    text: every fourth section to dev (the learning rate is chosen on it), the rest to test (what
+    is reported). Returns dev, the test split and the test examples' sections."""
+    test = [(e, section) for e, section in held_out if section % 4]
+    return ([e for e, section in held_out if not section % 4], {'test': [e for e, _ in test]},
+            [section for _, section in test])
 
 
 def passages(sections: list[str], chars: int) -> list[str]:
@@ -235,12 +241,25 @@ def shakespeare_works_task(passage_chars: int) -> Task:
     works = [w for w in train_sections
              if len(passages(train_sections[w], passage_chars)) >= 20
              and len(passages(held_sections.get(w, []), passage_chars)) >= 3]
+    numbered = numbered_sections(held_sections)
     train, held_out = [], []
     for label, work in enumerate(works):
         train += [((p,), label) for p in passages(train_sections[work], passage_chars)]
-        held_out += [((p,), label) for p in passages(held_sections[work], passage_chars)]
-    dev, tests = dev_and_test(unseen(held_out, train_sections))
-    return Task('shakespeare_works', train, dev, tests, len(works), ('accuracy',), works)
+        held_out += [(((p,), label), k) for k, text in numbered[work]
+                     for p in passages([text], passage_chars)]
+    dev, tests, groups = dev_and_test(unseen(held_out, train_sections))
+    return Task('shakespeare_works', train, dev, tests, len(works), ('accuracy',), works,
+                test_groups=groups)
+
+
+def numbered_sections(sections: dict) -> dict:
+    """Each work's sections, each with its index among all of them in corpus order (what
+    dev_and_test splits the held-out ones by)."""
+    numbered, k = {}, 0
+    for work, texts in sections.items():
+        numbered[work] = list(enumerate(texts, start=k))
+        k += len(texts)
+    return numbered
 
 
 def verse_lines(paragraph: str) -> list[str]:
@@ -251,20 +270,21 @@ def verse_lines(paragraph: str) -> list[str]:
             if len(line) >= 20 and not line.startswith('[') and not line.isupper()]
 
 
-def line_pairs(sections: list[str], rng: np.random.Generator, skip: set) -> list:
-    """Pairs of spoken lines of these sections: half a line and the next line of its speech, half
-    a line and a line from elsewhere in the same sections, joined by a line break. Lines in skip
-    (those the corpus holds more than once) are left out."""
-    speeches = [[line for line in verse_lines(p) if line not in skip]
-                for section in sections for p in section.split('\n\n')]
-    pool = [line for lines in speeches for line in lines]
+def line_pairs(sections: list[tuple[int, str]], rng: np.random.Generator, skip: set) -> list:
+    """(pair, section) of spoken lines of these numbered sections: half a line and the next line of
+    its speech, half a line and a line from elsewhere in the same sections, joined by a line break.
+    Lines in skip (those the corpus holds more than once) are left out."""
+    speeches = [(k, [line for line in verse_lines(p) if line not in skip])
+                for k, section in sections for p in section.split('\n\n')]
+    pool = [line for _, lines in speeches for line in lines]
     pairs = []
-    for lines in speeches:
+    for k, lines in speeches:
         for a, b in zip(lines, lines[1:]):
             follows = bool(rng.random() < 0.5)
             other = b if follows else pool[rng.integers(len(pool))]
-            if follows or other != b:  # a line drawn from elsewhere that is the next is left out
-                pairs.append(((a + '\n' + other,), int(follows)))
+            # a line drawn from elsewhere that is the next one, or the line itself, is left out
+            if follows or other not in (a, b):
+                pairs.append((((a + '\n' + other,), int(follows)), k))
     return pairs
 
 
@@ -281,11 +301,13 @@ def shakespeare_lines_task() -> Task:
                                  for p in section.split('\n\n') for line in verse_lines(p))
     repeated = {line for line, n in counts.items() if n > 1}
     train, held_out = [], []
+    numbered = numbered_sections(held_sections)
     for work, sections in train_sections.items():
-        train += line_pairs(sections, rng, set())
-        held_out += line_pairs(held_sections.get(work, []), rng, repeated)
-    dev, tests = dev_and_test(unseen(held_out, train_sections))
-    return Task('shakespeare_lines', train, dev, tests, 2, ('accuracy',), ['elsewhere', 'next'])
+        train += [pair for pair, _ in line_pairs(list(enumerate(sections)), rng, set())]
+        held_out += line_pairs(numbered.get(work, []), rng, repeated)
+    dev, tests, groups = dev_and_test(unseen(held_out, train_sections))
+    return Task('shakespeare_lines', train, dev, tests, 2, ('accuracy',), ['elsewhere', 'next'],
+                test_groups=groups)
 
 
 def glue_task(name: str) -> Task:
@@ -535,10 +557,10 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
     gold = {split: g for split, (_, g) in data['evals'].items()}
     dev = scores(task, {'dev': predictions.pop('dev')}, {'dev': gold.pop('dev')})
     test = scores(task, predictions, gold)
-    print(f"lr {lr:.0e}, seed {seed}: dev {dev[task.metrics[0]]:.4f}, "
-          + ', '.join(f'test {k} {v:.4f}' for k, v in test.items()))
+    # dev only: test is read once the rate is chosen, so that nothing is tuned on it
+    print(f'lr {lr:.0e}, seed {seed}: dev {dev[task.metrics[0]]:.4f}')
     if run is not None:  # a wandb run
-        run.log({**{f'dev_{k}': v for k, v in dev.items()}, **test}, step=step)
+        run.log({f'dev_{k}': v for k, v in dev.items()}, step=step)
     return dict(dev=dev, test=test, predictions=next(iter(predictions.values())))
 
 
@@ -598,24 +620,30 @@ def run_arm(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int,
                 predictions=[r['predictions'] for r in per_seed])
 
 
-BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SAMPLES = 2000
 
 
 def bootstrap_interval(metric, gold: np.ndarray, arm: list, baseline: list | None = None,
-                       seed: int = 0) -> tuple[float, float, float]:
+                       groups: list | None = None, seed: int = 0) -> tuple[float, float, float]:
     """The mean over seeds of metric(arm's test predictions), or with baseline of the paired
     difference (arm - baseline, seed by seed, on the same examples), and its 95% interval:
-    percentiles of BOOTSTRAP_SAMPLES resamples of the seeds and of the test examples together."""
+    percentiles of BOOTSTRAP_SAMPLES resamples of the seeds and of the test examples together. With
+    groups (each example's section) whole groups are resampled, since examples of one passage of
+    text succeed or fail together."""
     def value(seeds: np.ndarray, rows: np.ndarray) -> float:
         return float(np.mean([metric(arm[s][rows], gold[rows])
                               - (metric(baseline[s][rows], gold[rows]) if baseline else 0.0)
                               for s in seeds]))
+    labels = np.arange(len(gold)) if groups is None else np.asarray(groups)
+    members = [np.flatnonzero(labels == g) for g in np.unique(labels)]
     rng = np.random.default_rng(seed)
-    n_seeds, n = len(arm), len(gold)
-    draws = [value(rng.integers(n_seeds, size=n_seeds), rng.integers(n, size=n))
+
+    def resample() -> np.ndarray:
+        return np.concatenate([members[g] for g in rng.integers(len(members), size=len(members))])
+    draws = [value(rng.integers(len(arm), size=len(arm)), resample())
              for _ in range(BOOTSTRAP_SAMPLES)]
     low, high = np.percentile(draws, [2.5, 97.5])
-    return value(np.arange(n_seeds), np.arange(n)), float(low), float(high)
+    return value(np.arange(len(arm)), np.arange(len(gold))), float(low), float(high)
 
 
 @torch.no_grad()
@@ -686,25 +714,35 @@ def check(cfg: dict) -> None:
              'give numbers > 0, e.g. --learning_rate=1e-4,3e-4,1e-3')
     if not 0 <= cfg['warmup_fraction'] < 1:
         fail('warmup_fraction must be in [0, 1)')
-    if not cfg['seeds'] or not all(isinstance(s, int) for s in cfg['seeds']):
-        fail(f"seeds={cfg['seeds']}: give integers, e.g. --seeds=0,1,2")
+    if not cfg['seeds'] or not all(isinstance(s, int) for s in cfg['seeds']) or \
+            len(set(cfg['seeds'])) < len(cfg['seeds']):
+        fail(f"seeds={cfg['seeds']}: give distinct integers, e.g. --seeds=0,1,2")
+    if cfg['baseline'] == 'scratch' and len(cfg['seeds']) < 3:
+        fail(f"--baseline=scratch with {len(cfg['seeds'])} seed(s): a difference needs the seeds' "
+             'spread; give at least three, e.g. --seeds=0,1,2')
 
 
-def check_held_out(task: Task, data: dict | None, init_from: str) -> None:
-    """A built-in task's dev and test text is held out of pre-training only for a model pre-trained
-    on the embedded corpus as prepare.py splits it by default: stop with one line for another split
-    of that corpus (its held-out text may be in train.bin), say so for a model from elsewhere."""
+def check_held_out(task: Task, history: list, init_from: str) -> bool | None:
+    """Whether a built-in task's dev and test text was held out of everything the model's weights
+    were trained on (history: its data records, oldest first; None for a task of another kind):
+    stop with one line when any of it was the embedded corpus under another split (its held-out
+    text may be in that train.bin), and say so when some of it is data the record cannot vouch
+    for (ModernBERT-base, a model of your own corpus, a record-less start)."""
     if not task.name.startswith('shakespeare_'):
-        return
-    if data is None or data.get('dataset') != 'shakespeare':
-        print(f'{init_from} records no pre-training on the embedded corpus (it was pre-trained on '
-              f"{data['dataset'] if data else 'data it does not record'}): its {task.name} scores "
-              'are not on text held out of its pre-training')
-    elif data.get('split') != shakespeare_split_rule(SHAKESPEARE_HELD_OUT):
-        fail(f'{init_from} was pre-trained on another split of the embedded corpus '
-             f"({data.get('split')!r}), so {task.name}'s dev and test text may be in its "
-             'training data; prepare it with python prepare.py (the default --val_fraction) and '
-             'train again')
+        return None
+    rule = shakespeare_split_rule(SHAKESPEARE_HELD_OUT)
+    for record in history:
+        if 'shakespeare' in record['dataset'].split(',') and record['split'] != rule:
+            fail(f"{init_from} was trained on the embedded corpus as {record['dataset']!r} split "
+                 f"{record['split']!r}, so {task.name}'s dev and test text may be in its training "
+                 'data; prepare it with python prepare.py (the default --val_fraction) and train '
+                 'again')
+    elsewhere = [r['dataset'] for r in history if r['dataset'] != 'shakespeare']
+    if not history or elsewhere:
+        print(f"{init_from} was trained on {', '.join(elsewhere) or 'data it does not record'}: "
+              f'its {task.name} scores are not on text held out of its pre-training')
+        return False
+    return True
 
 
 def write_task(task: Task, folder: str) -> None:
@@ -727,22 +765,25 @@ def interval_text(value: float, low: float, high: float) -> str:
     return f'{value:.4f} ({low:.4f} to {high:.4f})'
 
 
-def compare(task: Task, gold: np.ndarray, arms: dict) -> dict | None:
+def compare(task: Task, gold: np.ndarray, groups: list | None, arms: dict) -> dict | None:
     """Each arm's test score and 95% interval; with a baseline arm, the paired difference and its
     interval, printed as one table. A difference is a win only when its interval excludes 0."""
     metric, names = METRICS[task.metrics[0]], list(arms)
     for arm in arms.values():
-        arm['interval'] = bootstrap_interval(metric, gold, arm['predictions'])
-    print(f"{task.name}, test {task.metrics[0]} on {len(gold)} examples, mean over "
-          f"{len(next(iter(arms.values()))['predictions'])} seed(s) with its 95% interval "
-          f'(seeds and examples resampled); the learning rate chosen on dev:')
+        arm['interval'] = bootstrap_interval(metric, gold, arm['predictions'], groups=groups)
+    n_seeds, first = len(next(iter(arms.values()))['predictions']), next(iter(arms.values()))
+    units = f'{len(set(groups))} sections' if groups is not None else 'examples'
+    print(f"{task.name}, test {task.metrics[0]} on {len(gold)} examples: mean over {n_seeds} "
+          f'seed(s), 95% interval from resampling the seeds and the test {units}; '
+          + ('the learning rate chosen on dev:' if len(first['grid']) > 1
+             else 'one learning rate, none chosen:'))
     for name, arm in arms.items():
         print(f"  {name:<40} lr {arm['learning_rate']:<8g} dev {arm['dev']:.4f}   test "
               + interval_text(*arm['interval']))
     if len(arms) < 2:
         return None
     diff = bootstrap_interval(metric, gold, arms[names[0]]['predictions'],
-                              arms[names[1]]['predictions'])
+                              arms[names[1]]['predictions'], groups)
     verdict = (f'{names[0]} wins' if diff[1] > 0 else f'{names[1]} wins' if diff[2] < 0
                else 'no difference resolved: the interval includes 0')
     print(f"  {'difference':<40} {'':<11} {'':<10}   test {interval_text(*diff)}: {verdict}")
@@ -758,7 +799,7 @@ def main(argv: list[str]) -> dict:
         return {}
     loaded = load_model(cfg['init_from'])
     encoder, tok = loaded.model, load_recorded_tokenizer(loaded.tokenizer, cfg['init_from'])
-    check_held_out(task, loaded.data, cfg['init_from'])
+    held_out = check_held_out(task, loaded.history, cfg['init_from'])
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
              f'{encoder.config.max_position_embeddings}')
@@ -786,7 +827,9 @@ def main(argv: list[str]) -> dict:
     arms = {name: run_arm(cfg, task, encoder, data, tok.pad_token_id, cfg['from_scratch'])}
     if cfg['baseline'] == 'scratch':  # the same grid, seeds and examples from random weights
         arms['random weights'] = run_arm(cfg, task, encoder, data, tok.pad_token_id, True)
-    difference = compare(task, data['evals'][next(iter(task.tests))][1], arms)
+    groups = (sample(task.test_groups, cfg['max_eval_samples'])
+              if task.test_groups is not None else None)  # the same draw as the test examples
+    difference = compare(task, data['evals'][next(iter(task.tests))][1], groups, arms)
     zero = None
     with_zero_shot = cfg['zero_shot_tokens'] and task.name.startswith('shakespeare_')
     if with_zero_shot:
@@ -809,7 +852,8 @@ def main(argv: list[str]) -> dict:
                   from_scratch=cfg['from_scratch'], probe=cfg['probe'], pooling=cfg['pooling'],
                   epochs=cfg['epochs'], batch_size=cfg['batch_size'], max_length=cfg['max_length'],
                   train_examples=len(labelled_subset(len(task.train), cfg['max_train_samples'], 0)),
-                  test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note)
+                  test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note,
+                  held_out=held_out)
     if difference is not None:
         other = arms['random weights']
         result['baseline'] = dict(arm='scratch', value=other['metrics'][task.metrics[0]],

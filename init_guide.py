@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 import torch
 import torch.nn as nn
 
-from checkpoint import load_model, save_checkpoint
+from checkpoint import LoadedModel, load_model, save_checkpoint, unknown_data
 from configurator import configure
 from data import load_meta
 from errors import fail
@@ -179,15 +179,15 @@ def guide(teacher: Encoder, config: EncoderConfig, guide_layers=None,
 # --------------------------------------------------------------------------------------------------
 # Command line: load the teacher, check the student, write a checkpoint train.py starts from
 
-def load_guide_teacher(source: str) -> tuple[Encoder, dict | None, dict | None]:
-    """The teacher (as it was trained: a shrunken vocabulary stays shrunken), the dataset meta a
-    train.py checkpoint was trained on (else None) and its tokenizer record (None when nothing
-    records it: a Hugging Face folder without tokenizer files)."""
+def load_guide_teacher(source: str) -> LoadedModel:
+    """The teacher as it was trained (a shrunken vocabulary stays shrunken), with its tokenizer
+    record (None when nothing records it: a Hugging Face folder without tokenizer files), the
+    dataset meta of a train.py checkpoint and its data history."""
     loaded = load_model(source, full_vocabulary=False, role='teacher')
     if loaded.model.config.arch != 'modernbert':
         fail(f'the teacher is a {loaded.model.config.arch} model: '
              f'GUIDE maps ModernBERT weights only')
-    return loaded.model, (loaded.checkpoint or {}).get('dataset_meta'), loaded.tokenizer
+    return loaded
 
 
 def student_config(teacher: EncoderConfig, hidden_size: int, num_hidden_layers: int,
@@ -227,7 +227,9 @@ def main(argv: list[str]) -> dict:
         data_dir = os.path.join(cfg['data_root'], cfg['dataset'])
         meta = load_meta(data_dir,
                          f"run: python prepare.py --out_dir={data_dir} --tokenizer=<the teacher's>")
-    teacher, teacher_meta, tokenizer = load_guide_teacher(cfg['teacher'])
+    loaded = load_guide_teacher(cfg['teacher'])
+    teacher, tokenizer = loaded.model, loaded.tokenizer
+    teacher_meta = (loaded.checkpoint or {}).get('dataset_meta')
     if meta is not None:
         require_same_tokenizer(tokenizer, data_tokenizer(meta), f"the teacher {cfg['teacher']}",
                                f'the data in {data_dir}')
@@ -260,6 +262,8 @@ def main(argv: list[str]) -> dict:
                 tokenizer=tokenizer)
     if meta is not None:
         ckpt['dataset_meta'] = meta
+    # the student's weights come from the teacher's: what the teacher read, the student has too
+    ckpt['data_history'] = loaded.history or [unknown_data(cfg['teacher'])]
     save_checkpoint(ckpt, cfg['out'])
     print(f"saved {cfg['out']}; train it with: python train.py ... --init_from={cfg['out']}")
     return record

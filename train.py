@@ -14,8 +14,8 @@ from contextlib import nullcontext
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from checkpoint import (NEW_PROGRESS, fit_model_to_data, parse_init_from, run_start, save_run,
-                        start_model)
+from checkpoint import (NEW_PROGRESS, extended_history, fit_model_to_data, parse_init_from,
+                        run_start, save_run, start_model)
 from configurator import check_at_least, check_choices
 from curriculum import Curriculum, load_run_remap, scheduled_values, validate_schedule
 from data import load_counts, load_dataset, shard_paths
@@ -228,9 +228,10 @@ def unigram_bias() -> torch.Tensor:
 
 
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
-model, checkpoint = start_model(start, ckpt_path, meta, config,
-                                (remap or meta, curriculum.space()[1].size),
-                                unigram_bias if decoder_bias_init == 'unigram' else None, auto)
+model, checkpoint, history = start_model(start, ckpt_path, meta, config,
+                                         (remap or meta, curriculum.space()[1].size),
+                                         unigram_bias if decoder_bias_init == 'unigram' else None,
+                                         auto)  # history: every corpus the weights have read
 source = ckpt_path if start == 'resume' else start  # where the model came from, in messages
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
 if start == 'resume':
@@ -255,6 +256,7 @@ teacher_model = None
 if teacher:
     teacher_model = Teacher(config, meta, remap, longest_block, device, model, guide_record, source,
                             compiled, log)
+    history = extended_history(history, *teacher_model.history)  # what it teaches, it read
 if start == 'resume':
     check_same_teacher(checkpoint.get('teacher'), teacher_model and teacher_model.record, ckpt_path)
 
@@ -292,8 +294,9 @@ def checkpoint_state(it: int) -> dict:
     return dict(model=model.state_dict(), model_args=dataclasses.asdict(model.config),
                 optimizer=optimizer.state_dict(), parked_optimizer_state=parked,
                 scaler=scaler.state_dict(), iter_num=it, best_val_loss=best_val_loss, config=config,
-                state=state, progress=progress, dataset_meta=meta, tokenizer=data_tokenizer(meta),
-                teacher=teacher_model and teacher_model.record, guide=guide_record,
+                state=state, progress=progress, dataset_meta=meta, data_history=history,
+                tokenizer=data_tokenizer(meta), teacher=teacher_model and teacher_model.record,
+                guide=guide_record,
                 wandb_run_id=wandb_run_id, metrics_bytes=log.size())
 
 

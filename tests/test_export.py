@@ -77,9 +77,10 @@ def test_an_export_keeps_the_record_of_its_pre_training_data(modernbert):
     held out of its pre-training."""
     ckpt, folder = modernbert
     loaded, exported = load_model(ckpt), load_model(folder)
-    assert exported.data == loaded.data == data_record(loaded.checkpoint['dataset_meta'])
-    assert exported.data['dataset'] == 'shakespeare' and 'by section' in exported.data['split']
-    assert load_model('hf:' + folder).data == loaded.data
+    assert exported.history == loaded.history == [data_record(loaded.checkpoint['dataset_meta'])]
+    (record,) = exported.history
+    assert record['dataset'] == 'shakespeare' and 'by section' in record['split']
+    assert load_model('hf:' + folder).history == loaded.history
 
 
 @torch.no_grad()

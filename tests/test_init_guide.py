@@ -9,7 +9,7 @@ import torch
 
 import init_guide
 from attention import rope_cos_sin
-from checkpoint import load_checkpoint
+from checkpoint import data_record, load_checkpoint
 from conftest import run_script
 from hf import load_pretrained, save_pretrained
 from init_guide import guide, keep_units, layer_map, map_layer, pca_projection, student_config
@@ -171,10 +171,14 @@ def test_student_from_a_train_py_checkpoint_keeps_its_dataset_meta_and_trains(da
     teacher_ckpt, ckpt = load_checkpoint(str(tmp_path / 'teacher' / 'ckpt.pt')), \
         load_checkpoint(out)
     assert ckpt['dataset_meta'] == teacher_ckpt['dataset_meta']
+    # the student's weights come from the teacher's: it keeps the teacher's data history
+    assert ckpt['data_history'] == teacher_ckpt['data_history'] == \
+        [data_record(teacher_ckpt['dataset_meta'])]
     assert ckpt['model_args']['local_attention'] == 16 and ckpt['model_args']['hidden_size'] == 32
     run_script('train.py', f'--init_from={out}', '--max_iters=2', '--eval_interval=2',
                f'--out_dir={tmp_path / "student"}', *common)
-    assert load_checkpoint(str(tmp_path / 'student' / 'ckpt.pt'))['iter_num'] == 2
+    trained = load_checkpoint(str(tmp_path / 'student' / 'ckpt.pt'))
+    assert trained['iter_num'] == 2 and trained['data_history'] == ckpt['data_history']
 
 
 def test_guide_layers_all_maps_global_layers_to_global_slots_in_order():

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import runlog
-from checkpoint import load_checkpoint
+from checkpoint import data_record, load_checkpoint
 from conftest import read_metrics, run_script, train
 from fill_mask import MaskFiller
 from hf import save_pretrained
@@ -87,6 +87,9 @@ def test_init_from_hf_folder(data_root, tmp_path):
     assert ckpt['model_args']['hidden_size'] == 48 and \
         ckpt['model_args']['num_attention_heads'] == 3
     assert len(read_metrics(out)) == 4  # eval 0, steps 0 and 1, eval 2
+    # what the start read before this run is unknown: the history says so, then this run's data
+    unknown, this_data = ckpt['data_history']
+    assert 'unknown' in unknown['dataset'] and this_data == data_record(ckpt['dataset_meta'])
 
 
 @pytest.mark.parametrize('config', sorted(
