@@ -15,7 +15,10 @@ init_from: a train.py ckpt.pt (in a shrunken vocabulary too: it is grown to the 
 GUIDE student .pt, or a ModernBERT/NeoBERT folder (export_hf.py's, or 'hf:<hub id>'). The head
 (dense, GELU, LayerNorm, dropout, linear, as transformers' ModernBertForSequenceClassification)
 reads the [CLS] state or the mean over the tokens. Each seed fine-tunes from the same weights; the
-result is the median over seeds, as the anchors report it.
+result is the median over seeds, as the anchors report it. Several checkpoints of one recipe
+(--init_from=a/ckpt.pt,b/ckpt.pt,c/ckpt.pt, pre-trained with different seeds) are one arm: every
+fine-tuning seed runs on each, the learning rate is chosen on their pooled dev scores, and the
+intervals resample the pre-training seeds as well as the fine-tuning seeds and test sections.
 """
 import collections
 import copy
@@ -44,8 +47,9 @@ from optim import weight_decay_groups
 from tokenizer import Tokenizer, load_recorded_tokenizer, load_tokenizer
 
 DEFAULTS = dict(
-    init_from='out/ckpt.pt',  # a checkpoint .pt, an exported or Hugging Face folder,
-    #   or 'hf:<hub id>'
+    init_from='out/ckpt.pt',  # a checkpoint .pt, an exported or Hugging Face folder, or
+    #   'hf:<hub id>'; or several, comma-separated: one recipe pre-trained with different seeds,
+    #   which the scores and intervals then cover too
     # 'shakespeare_works' | 'shakespeare_lines' (both built in, offline) | 'glue/<name>'
     # (GLUE_TASKS) | 'files'
     task='shakespeare_works',
@@ -572,27 +576,33 @@ def labelled_subset(n: int, limit: int | None, seed: int) -> torch.Tensor:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:limit].sort().values
 
 
-def run_arm(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int,
+def run_arm(cfg: dict, task: Task, encoders: list[Encoder], data: dict, pad_id: int,
             from_scratch: bool) -> dict:
-    """Every seed at every learning rate of the grid; the rate is chosen on dev (the best median of
-    the headline metric over seeds), and one chosen at an edge of the grid extends the grid one
-    step past it (once per edge), so that the grid does not cut an arm off. Returns the grid's dev
-    medians, the chosen rate and its runs."""
+    """Every seed on every encoder (one, or one recipe's pre-training seeds) at every learning
+    rate of the grid; the rate is chosen on dev (the best median of the headline metric over all
+    those runs), and one chosen at an edge of the grid extends the grid one step past it (once per
+    edge), so that the grid does not cut an arm off. Returns the grid's dev medians, the chosen rate
+    and its runs, their test predictions as [encoder][seed]."""
     headline, runs, extended = task.metrics[0], {}, set()
 
     def run(lr: float) -> None:
         per_seed = []
-        for seed in cfg['seeds']:
-            wandb_run = None
-            if cfg['wandb_log']:
-                import wandb
-                wandb_run = wandb.init(project=cfg['wandb_project'], config=cfg,
-                                       name=f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}"
-                                       + ('-scratch' if from_scratch else ''))
-            per_seed.append(finetune(cfg, task, encoder, data, pad_id, seed, lr, from_scratch,
-                                     wandb_run))
-            if wandb_run is not None:
-                wandb_run.finish()
+        for k, encoder in enumerate(encoders):
+            if len(encoders) > 1:
+                print(f'checkpoint {k + 1} of {len(encoders)}')
+            for seed in cfg['seeds']:
+                wandb_run = None
+                if cfg['wandb_log']:
+                    import wandb
+                    wandb_run = wandb.init(
+                        project=cfg['wandb_project'], config=cfg,
+                        name=f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}"
+                        + (f'-checkpoint{k}' if len(encoders) > 1 else '')
+                        + ('-scratch' if from_scratch else ''))
+                per_seed.append(finetune(cfg, task, encoder, data, pad_id, seed, lr,
+                                         from_scratch, wandb_run))
+                if wandb_run is not None:
+                    wandb_run.finish()
         runs[lr] = per_seed
 
     def dev_median(lr: float) -> float:
@@ -617,7 +627,8 @@ def run_arm(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int,
                 metrics={k: statistics.median(r['test'][k] for r in per_seed)
                          for k in per_seed[0]['test']},
                 per_seed=[r['test'] for r in per_seed],
-                predictions=[r['predictions'] for r in per_seed])
+                predictions=[[r['predictions'] for r in per_seed[k:k + len(cfg['seeds'])]]
+                             for k in range(0, len(per_seed), len(cfg['seeds']))])
 
 
 BOOTSTRAP_SAMPLES = 2000
@@ -625,52 +636,62 @@ BOOTSTRAP_SAMPLES = 2000
 
 def bootstrap_interval(metric, gold: np.ndarray, arm: list, baseline: list | None = None,
                        groups: list | None = None, seed: int = 0) -> tuple[float, float, float]:
-    """The mean over seeds of metric(arm's test predictions), or with baseline of the paired
-    difference (arm - baseline, seed by seed, on the same examples), and its 95% interval:
-    percentiles of BOOTSTRAP_SAMPLES resamples of the seeds and of the test examples together. With
-    groups (each example's section) whole groups are resampled, since examples of one passage of
-    text succeed or fail together."""
-    def value(seeds: np.ndarray, rows: np.ndarray) -> float:
-        return float(np.mean([metric(arm[s][rows], gold[rows])
-                              - (metric(baseline[s][rows], gold[rows]) if baseline else 0.0)
-                              for s in seeds]))
+    """The mean over runs of metric(arm's test predictions), arm[encoder][seed] (one encoder, or
+    one recipe's pre-training seeds), or with baseline of the paired difference (arm - baseline on
+    the same fine-tuning seed and examples; a baseline of one encoder pairs with each of arm's),
+    and its 95% interval: percentiles of BOOTSTRAP_SAMPLES resamples of the encoders, the seeds
+    and the test examples together. With groups (each example's section) whole groups are
+    resampled, since examples of one passage of text succeed or fail together."""
+    def value(encoders: np.ndarray, seeds: np.ndarray, rows: np.ndarray) -> float:
+        return float(np.mean([
+            metric(arm[e][s][rows], gold[rows])
+            - (metric(baseline[e if len(baseline) > 1 else 0][s][rows], gold[rows])
+               if baseline else 0.0)
+            for e in encoders for s in seeds]))
     labels = np.arange(len(gold)) if groups is None else np.asarray(groups)
     members = [np.flatnonzero(labels == g) for g in np.unique(labels)]
     rng = np.random.default_rng(seed)
+    n_encoders, n_seeds = len(arm), len(arm[0])
 
     def resample() -> np.ndarray:
         return np.concatenate([members[g] for g in rng.integers(len(members), size=len(members))])
-    draws = [value(rng.integers(len(arm), size=len(arm)), resample())
+    draws = [value(rng.integers(n_encoders, size=n_encoders),
+                   rng.integers(n_seeds, size=n_seeds), resample())
              for _ in range(BOOTSTRAP_SAMPLES)]
     low, high = np.percentile(draws, [2.5, 97.5])
-    return value(np.arange(len(arm)), np.arange(len(gold))), float(low), float(high)
+    return (value(np.arange(n_encoders), np.arange(n_seeds), np.arange(len(gold))),
+            float(low), float(high))
 
 
 @torch.no_grad()
-def zero_shot(encoder: Encoder, tok: Tokenizer, max_tokens: int, max_length: int,
+def zero_shot(encoders: list[Encoder], tok: Tokenizer, max_tokens: int, max_length: int,
               device: str) -> dict:
     """The MLM's own scores, no fine-tuning, on max_tokens tokens of the held-out sections, shared
     evenly between the works (each from the start of its held-out text): each token masked alone in
     turn (Salazar et al. 2020), windows of max_length tokens. Returns the share predicted right
     (masked-token accuracy) and the mean log-probability of the right token (pseudo-log-likelihood
-    per token, in nats), each with a 95% interval from resampling the works."""
+    per token, in nats), pooled over encoders (one recipe's pre-training seeds), each with a 95%
+    interval from resampling the works (and the encoders)."""
     held_out = shakespeare_split()[1]
-    encoder.to(device).eval()
-    per_work = []  # (tokens, right, log-probability) of each work
-    for k, sections in enumerate(held_out.values()):
-        share = max_tokens // len(held_out) + (k < max_tokens % len(held_out))
-        ids = tok.encode_ordinary('\n\n'.join(sections))[:share]
-        per_work.append((len(ids), *masked_scores(encoder, tok, ids, max_length, device)))
-    counts = np.array(per_work)
+    works = [tok.encode_ordinary('\n\n'.join(sections))[
+        :max_tokens // len(held_out) + (k < max_tokens % len(held_out))]
+        for k, sections in enumerate(held_out.values())]
+    # (tokens, right, log-probability) of each encoder on each work
+    counts = np.array([[(len(ids), *masked_scores(encoder.to(device).eval(), tok, ids,
+                                                  max_length, device)) for ids in works]
+                       for encoder in encoders])
     rng = np.random.default_rng(0)
-    draws = counts[rng.integers(len(counts), size=(BOOTSTRAP_SAMPLES, len(counts)))].sum(1)
-    n = counts[:, 0].sum()
+    draws = np.array([counts[rng.integers(len(encoders), size=len(encoders))][
+        :, rng.integers(len(works), size=len(works))].sum((0, 1))
+        for _ in range(BOOTSTRAP_SAMPLES)])
+    n = counts[..., 0].sum()
     accuracy, log_prob = draws[:, 1] / draws[:, 0], draws[:, 2] / draws[:, 0]
-    return dict(masked_accuracy=counts[:, 1].sum() / n,
+    return dict(masked_accuracy=counts[..., 1].sum() / n,
                 masked_accuracy_interval=np.percentile(accuracy, [2.5, 97.5]).tolist(),
-                pseudo_log_likelihood=counts[:, 2].sum() / n,
+                pseudo_log_likelihood=counts[..., 2].sum() / n,
                 pseudo_log_likelihood_interval=np.percentile(log_prob, [2.5, 97.5]).tolist(),
-                tokens=int(n), works=len(held_out))
+                tokens=int(counts[0, :, 0].sum()), works=len(held_out),
+                checkpoints=len(encoders))
 
 
 def masked_scores(encoder: Encoder, tok: Tokenizer, ids: list[int], max_length: int,
@@ -745,6 +766,21 @@ def check_held_out(task: Task, history: list, init_from: str) -> bool | None:
     return True
 
 
+def load_encoders(sources: list[str], task: Task) -> tuple[list[Encoder], Tokenizer, bool | None]:
+    """The models at sources (one, or one recipe's pre-training seeds: the same architecture and
+    tokenizer), their tokenizer, and whether the task's dev and test text was held out of all of
+    their pre-training (check_held_out)."""
+    loaded = [load_model(source) for source in sources]
+    for source, other in zip(sources[1:], loaded[1:]):
+        if other.model.config != loaded[0].model.config or other.tokenizer != loaded[0].tokenizer:
+            fail(f'{source} has another architecture or tokenizer than {sources[0]}: several '
+                 'init_from checkpoints must be one recipe pre-trained with different seeds')
+    held_out = [check_held_out(task, one.history, source) for source, one in zip(sources, loaded)]
+    tok = load_recorded_tokenizer(loaded[0].tokenizer, sources[0])
+    return ([one.model for one in loaded], tok,
+            None if held_out[0] is None else all(held_out))
+
+
 def write_task(task: Task, folder: str) -> None:
     """The task's train, dev and test split(s) as .jsonl files in folder, one record per example:
     "text" (and "text_pair"), "label" (the class name, or the score). --task=files reads them back:
@@ -771,10 +807,14 @@ def compare(task: Task, gold: np.ndarray, groups: list | None, arms: dict) -> di
     metric, names = METRICS[task.metrics[0]], list(arms)
     for arm in arms.values():
         arm['interval'] = bootstrap_interval(metric, gold, arm['predictions'], groups=groups)
-    n_seeds, first = len(next(iter(arms.values()))['predictions']), next(iter(arms.values()))
+    first = next(iter(arms.values()))
+    n_encoders, n_seeds = len(first['predictions']), len(first['predictions'][0])
     units = f'{len(set(groups))} sections' if groups is not None else 'examples'
-    print(f"{task.name}, test {task.metrics[0]} on {len(gold)} examples: mean over {n_seeds} "
-          f'seed(s), 95% interval from resampling the seeds and the test {units}; '
+    over = (f'{n_encoders} pre-training seeds x {n_seeds} fine-tuning seeds' if n_encoders > 1
+            else f'{n_seeds} seed(s)')
+    print(f"{task.name}, test {task.metrics[0]} on {len(gold)} examples: mean over {over}, 95% "
+          f"interval from resampling the {'pre-training and fine-tuning ' * (n_encoders > 1)}"
+          f'seeds and the test {units}; '
           + ('the learning rate chosen on dev:' if len(first['grid']) > 1
              else 'one learning rate, none chosen:'))
     for name, arm in arms.items():
@@ -797,9 +837,8 @@ def main(argv: list[str]) -> dict:
     if cfg['write_task']:
         write_task(task, cfg['write_task'])
         return {}
-    loaded = load_model(cfg['init_from'])
-    encoder, tok = loaded.model, load_recorded_tokenizer(loaded.tokenizer, cfg['init_from'])
-    held_out = check_held_out(task, loaded.history, cfg['init_from'])
+    encoders, tok, held_out = load_encoders(cfg['init_from'].split(','), task)
+    encoder = encoders[0]
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
              f'{encoder.config.max_position_embeddings}')
@@ -824,25 +863,29 @@ def main(argv: list[str]) -> dict:
           f'{encoder.get_num_params() / 1e6:.2f}M parameters'
           + (f'; {task.note}' if task.note else ''))
     name = f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}"
-    arms = {name: run_arm(cfg, task, encoder, data, tok.pad_token_id, cfg['from_scratch'])}
+    # random weights are the same draw whichever checkpoint's architecture they take
+    arms = {name: run_arm(cfg, task, encoders[:1] if cfg['from_scratch'] else encoders, data,
+                          tok.pad_token_id, cfg['from_scratch'])}
     if cfg['baseline'] == 'scratch':  # the same grid, seeds and examples from random weights
-        arms['random weights'] = run_arm(cfg, task, encoder, data, tok.pad_token_id, True)
+        arms['random weights'] = run_arm(cfg, task, [encoder], data, tok.pad_token_id, True)
     groups = (sample(task.test_groups, cfg['max_eval_samples'])
               if task.test_groups is not None else None)  # the same draw as the test examples
     difference = compare(task, data['evals'][next(iter(task.tests))][1], groups, arms)
     zero = None
     with_zero_shot = cfg['zero_shot_tokens'] and task.name.startswith('shakespeare_')
     if with_zero_shot:
-        zero = zero_shot(starting_encoder(encoder, cfg['from_scratch'], cfg['seeds'][0]), tok,
-                         cfg['zero_shot_tokens'], cfg['max_length'], cfg['device'])
+        zero = zero_shot([starting_encoder(encoder, True, cfg['seeds'][0])]
+                         if cfg['from_scratch'] else encoders, tok, cfg['zero_shot_tokens'],
+                         cfg['max_length'], cfg['device'])
         low, high = zero['masked_accuracy_interval']
-        print(f"zero-shot on {zero['tokens']:,} held-out tokens of {zero['works']} works: "
+        print(f"zero-shot on {zero['tokens']:,} held-out tokens of {zero['works']} works"
+              + (f", {len(encoders)} checkpoints pooled" if len(encoders) > 1 else '') + ': '
               f"masked-token accuracy {zero['masked_accuracy']:.4f} ({low:.4f} to {high:.4f}), "
               f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}")
     arm = arms[name]
     if 'random weights' in arms and with_zero_shot:
         arms['random weights']['zero_shot'] = zero_shot(
-            starting_encoder(encoder, True, cfg['seeds'][0]), tok, cfg['zero_shot_tokens'],
+            [starting_encoder(encoder, True, cfg['seeds'][0])], tok, cfg['zero_shot_tokens'],
             cfg['max_length'], cfg['device'])
     result = dict(task=task.name, metric=task.metrics[0], value=arm['metrics'][task.metrics[0]],
                   metrics=arm['metrics'], per_seed=arm['per_seed'], seeds=cfg['seeds'],

@@ -11,7 +11,7 @@ import pytest
 
 import finetune
 from checkpoint import load_model
-from conftest import learn_good_or_bad, run_script, stop_in_process
+from conftest import learn_good_or_bad, run_script, stop_in_process, train
 from data import shakespeare_split, shakespeare_works
 from model import Encoder
 from tokenizer import load_recorded_tokenizer, load_tokenizer
@@ -126,8 +126,8 @@ def test_a_probe_trains_only_its_linear_layer(ckpt):
 def test_zero_shot_scores_a_trained_mlm_above_random_weights(ckpt):
     loaded = load_model(ckpt)
     tok = load_recorded_tokenizer(loaded.tokenizer, ckpt)
-    trained = finetune.zero_shot(loaded.model, tok, 300, 64, 'cpu')
-    random = finetune.zero_shot(Encoder(loaded.model.config), tok, 300, 64, 'cpu')
+    trained = finetune.zero_shot([loaded.model], tok, 300, 64, 'cpu')
+    random = finetune.zero_shot([Encoder(loaded.model.config)], tok, 300, 64, 'cpu')
     assert trained['tokens'] == random['tokens'] == 300
     assert 0 <= random['masked_accuracy'] <= trained['masked_accuracy'] <= 1
     assert random['pseudo_log_likelihood'] < trained['pseudo_log_likelihood'] < 0
@@ -178,6 +178,31 @@ def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
     assert 'difference' in out.stdout and diff['verdict'] in out.stdout
 
 
+def test_one_recipe_pre_trained_with_several_seeds_is_one_arm(ckpt, data_root, tmp_path):
+    """--init_from=a,b: every fine-tuning seed on each checkpoint, one learning rate for the
+    recipe, the intervals over the pre-training seeds too; a checkpoint of another architecture
+    is refused."""
+    train(data_root, tmp_path / 'seed7', '--max_iters=2', '--eval_interval=2', '--seed=7')
+    both = f"{ckpt},{tmp_path / 'seed7' / 'ckpt.pt'}"
+    out = run_script('finetune.py', f'--init_from={both}', '--max_train_samples=48',
+                     '--max_eval_samples=48', '--epochs=1', '--batch_size=16', '--max_length=64',
+                     '--seeds=0,1,2', '--zero_shot_tokens=128', '--device=cpu',
+                     '--learning_rate=1e-4,1e-3', '--baseline=scratch',
+                     f"--out={tmp_path / 'both.json'}")
+    result = json.loads((tmp_path / 'both.json').read_text())
+    assert len(result['per_seed']) == 6 and len(result['baseline']['per_seed']) == 3
+    assert out.stdout.count('checkpoint 2 of 2') == len(result['grid'])
+    assert 'mean over 2 pre-training seeds x 3 fine-tuning seeds' in out.stdout
+    assert result['zero_shot']['checkpoints'] == 2 and result['zero_shot']['tokens'] == 128
+    assert result['baseline']['zero_shot']['checkpoints'] == 1
+    diff = result['difference']
+    assert diff['value'] == pytest.approx(result['mean'] - result['baseline']['mean'])
+    train(data_root, tmp_path / 'deeper', '--max_iters=2', '--eval_interval=2',
+          '--num_hidden_layers=4')
+    stop = stop_in_process('finetune.py', f"--init_from={ckpt},{tmp_path / 'deeper' / 'ckpt.pt'}")
+    assert len(stop.splitlines()) == 1 and 'another architecture' in stop, stop
+
+
 def test_a_rate_at_the_edge_of_the_grid_extends_it_one_step(monkeypatch):
     """The rate is chosen on dev; a best rate at an edge extends the grid by one step past it, once
     per edge, so no arm is cut off by the grid."""
@@ -191,30 +216,48 @@ def test_a_rate_at_the_edge_of_the_grid_extends_it_one_step(monkeypatch):
     monkeypatch.setattr(finetune, 'finetune', fake_finetune)
     task = finetune.Task('t', [], [], {'test': []}, 2, ('accuracy',))
     cfg = dict(finetune.DEFAULTS, seeds=[0], learning_rate=[1e-2, 3e-2])
-    arm = finetune.run_arm(cfg, task, None, {}, 0, False)
+    arm = finetune.run_arm(cfg, task, [None], {}, 0, False)
     assert tried[:2] == [1e-2, 3e-2] and tried[2] == pytest.approx(1e-2 / 3)
     assert len(tried) == 3 and arm['learning_rate'] == pytest.approx(1e-2 / 3)
     tried.clear()
     cfg['learning_rate'] = [1e-4, 1e-3, 1e-2]  # best inside: nothing added
-    assert finetune.run_arm(cfg, task, None, {}, 0, False)['learning_rate'] == 1e-3
+    assert finetune.run_arm(cfg, task, [None], {}, 0, False)['learning_rate'] == 1e-3
     assert tried == [1e-4, 1e-3, 1e-2]
 
 
 def test_the_paired_bootstrap_interval():
     rng = np.random.default_rng(0)
     gold = rng.integers(0, 2, 1000)
-    right = [gold.copy() for _ in range(3)]
-    noisy = [np.where(rng.random(1000) < 0.3, 1 - gold, gold) for _ in range(3)]  # 0.7
-    coin = [rng.integers(0, 2, 1000) for _ in range(3)]  # 0.5
+    right = [[gold.copy() for _ in range(3)]]  # one encoder, three seeds
+    noisy = [[np.where(rng.random(1000) < 0.3, 1 - gold, gold) for _ in range(3)]]  # 0.7
+    coin = [[rng.integers(0, 2, 1000) for _ in range(3)]]  # 0.5
     assert finetune.bootstrap_interval(finetune.accuracy, gold, right) == (1.0, 1.0, 1.0)
     assert finetune.bootstrap_interval(finetune.accuracy, gold, noisy, noisy) == (0.0, 0.0, 0.0)
     value, low, high = finetune.bootstrap_interval(finetune.accuracy, gold, noisy, coin)
     assert 0.15 < low < value < high < 0.25 and value == pytest.approx(
-        np.mean([finetune.accuracy(p, gold) for p in noisy])
-        - np.mean([finetune.accuracy(p, gold) for p in coin]))
-    other_coin = [rng.integers(0, 2, 1000) for _ in range(3)]
+        np.mean([finetune.accuracy(p, gold) for p in noisy[0]])
+        - np.mean([finetune.accuracy(p, gold) for p in coin[0]]))
+    other_coin = [[rng.integers(0, 2, 1000) for _ in range(3)]]
     value, low, high = finetune.bootstrap_interval(finetune.accuracy, gold, coin, other_coin)
     assert low < 0 < high  # two coins: no difference resolved
+
+
+def test_the_interval_covers_the_pre_training_seeds():
+    """Several checkpoints of one recipe are one arm: the difference pairs each with the baseline
+    on the same fine-tuning seed, and the interval widens when the checkpoints disagree."""
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 2, 2000)
+
+    def flip(share: float) -> list:  # three fine-tuning seeds' predictions, share of them wrong
+        return [np.where(rng.random(2000) < share, 1 - gold, gold) for _ in range(3)]
+    coin = [flip(0.5)]
+    agreeing, disagreeing = [flip(0.3), flip(0.3)], [flip(0.1), flip(0.5)]
+    value, low, high = finetune.bootstrap_interval(finetune.accuracy, gold, agreeing, coin)
+    def mean(arm: list) -> float:
+        return float(np.mean([finetune.accuracy(p, gold) for runs in arm for p in runs]))
+    assert value == pytest.approx(mean(agreeing) - mean(coin))
+    wide = finetune.bootstrap_interval(finetune.accuracy, gold, disagreeing, coin)
+    assert wide[0] == pytest.approx(value, abs=0.03) and wide[2] - wide[1] > 3 * (high - low)
 
 
 def test_write_task_round_trips_through_task_files(tmp_path):
