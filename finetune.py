@@ -4,8 +4,10 @@ checkpoint is any good once fine-tuned, and whether GUIDE or the vocabulary curr
 
     python finetune.py --init_from=out-demo/ckpt.pt
         # shakespeare_works: offline, built in
-    python finetune.py --init_from=out-demo/ckpt.pt --from_scratch
-        # the same architecture from random weights
+    python finetune.py --init_from=out-demo/ckpt.pt --baseline=scratch --seeds=0,1,2
+        # against the same architecture from random weights: both arms, their paired difference
+    python finetune.py --init_from=a/ckpt.pt,b/ckpt.pt,c/ckpt.pt --baseline=d/ckpt.pt,e/ckpt.pt \
+        --seeds=0,1,2      # one recipe's pre-training seeds against another recipe's
     python finetune.py --init_from=hf-demo --task=glue/cola --seeds=0,1,2,3,4 --out=cola.json
         # needs `datasets`
     python finetune.py --init_from=out-demo/ckpt.pt --task=files --train_file=train.jsonl \\
@@ -64,7 +66,8 @@ DEFAULTS = dict(
     pooling='cls',  # 'cls' | 'mean'
     from_scratch=False,  # init_from's architecture and tokenizer with random weights
     baseline='none',  # 'scratch': also run random weights with the same grid and seeds, and print
-    #   both arms' test scores, their paired difference and its 95% interval
+    #   both arms' test scores, their paired difference and its 95% interval; or another recipe's
+    #   checkpoint(s), comma-separated (one, or as many as init_from, paired by position)
     probe=False,  # a linear probe: the encoder frozen, only a linear layer on the pooled state
     #   trains
     learning_rate=[5e-5],  # one value, or a grid (--learning_rate=1e-4,3e-4,1e-3) chosen on dev
@@ -723,9 +726,11 @@ def sample(examples: list, limit: int | None) -> list:
 
 
 def check(cfg: dict) -> None:
-    check_choices(cfg, dict(pooling=('cls', 'mean'), baseline=('none', 'scratch')))
+    check_choices(cfg, dict(pooling=('cls', 'mean')))
     if cfg['baseline'] == 'scratch' and cfg['from_scratch']:
         fail('--baseline=scratch compares init_from with random weights: drop --from_scratch')
+    if cfg['baseline'] == cfg['init_from'] and not cfg['from_scratch']:
+        fail('--baseline is init_from itself: name another recipe, or --baseline=scratch')
     check_at_least(cfg, dict(epochs=1, batch_size=1, log_interval=1))
     if cfg['max_length'] < 4:
         fail(f"max_length={cfg['max_length']} leaves no room for text; use 128 or more")
@@ -738,8 +743,12 @@ def check(cfg: dict) -> None:
     if not cfg['seeds'] or not all(isinstance(s, int) for s in cfg['seeds']) or \
             len(set(cfg['seeds'])) < len(cfg['seeds']):
         fail(f"seeds={cfg['seeds']}: give distinct integers, e.g. --seeds=0,1,2")
-    if cfg['baseline'] == 'scratch' and len(cfg['seeds']) < 3:
-        fail(f"--baseline=scratch with {len(cfg['seeds'])} seed(s): a difference needs the seeds' "
+    arm, others = len(cfg['init_from'].split(',')), len(cfg['baseline'].split(','))
+    if cfg['baseline'] not in ('none', 'scratch') and others not in (1, arm):
+        fail(f'--baseline has {others} checkpoints and --init_from {arm}: give one, or one per '
+             'init_from checkpoint (paired by position)')
+    if cfg['baseline'] != 'none' and len(cfg['seeds']) < 3:
+        fail(f"--baseline with {len(cfg['seeds'])} seed(s): a difference needs the seeds' "
              'spread; give at least three, e.g. --seeds=0,1,2')
 
 
@@ -766,19 +775,32 @@ def check_held_out(task: Task, history: list, init_from: str) -> bool | None:
     return True
 
 
-def load_encoders(sources: list[str], task: Task) -> tuple[list[Encoder], Tokenizer, bool | None]:
+def load_arm(sources: list[str], task: Task) -> tuple[list[Encoder], dict | None, bool | None]:
     """The models at sources (one, or one recipe's pre-training seeds: the same architecture and
-    tokenizer), their tokenizer, and whether the task's dev and test text was held out of all of
-    their pre-training (check_held_out)."""
+    tokenizer), their tokenizer record, and whether the task's dev and test text was held out of
+    all of their pre-training (check_held_out)."""
     loaded = [load_model(source) for source in sources]
     for source, other in zip(sources[1:], loaded[1:]):
         if other.model.config != loaded[0].model.config or other.tokenizer != loaded[0].tokenizer:
             fail(f'{source} has another architecture or tokenizer than {sources[0]}: several '
-                 'init_from checkpoints must be one recipe pre-trained with different seeds')
+                 'checkpoints of one arm must be one recipe pre-trained with different seeds')
     held_out = [check_held_out(task, one.history, source) for source, one in zip(sources, loaded)]
-    tok = load_recorded_tokenizer(loaded[0].tokenizer, sources[0])
-    return ([one.model for one in loaded], tok,
+    return ([one.model for one in loaded], loaded[0].tokenizer,
             None if held_out[0] is None else all(held_out))
+
+
+def load_arms(cfg: dict, task: Task) -> tuple[list, list, Tokenizer, bool | None]:
+    """init_from's encoders, --baseline's when it names checkpoints (else []), their tokenizer,
+    and whether the task's evaluation text was held out of everything they were trained on."""
+    encoders, record, held_out = load_arm(cfg['init_from'].split(','), task)
+    others = []
+    if cfg['baseline'] not in ('none', 'scratch'):
+        others, other_record, other_held_out = load_arm(cfg['baseline'].split(','), task)
+        if other_record != record:
+            fail(f"--baseline={cfg['baseline']} has another tokenizer than {cfg['init_from']}: "
+                 'a paired comparison needs the same tokens')
+        held_out = held_out and other_held_out
+    return encoders, others, load_recorded_tokenizer(record, cfg['init_from']), held_out
 
 
 def write_task(task: Task, folder: str) -> None:
@@ -837,7 +859,7 @@ def main(argv: list[str]) -> dict:
     if cfg['write_task']:
         write_task(task, cfg['write_task'])
         return {}
-    encoders, tok, held_out = load_encoders(cfg['init_from'].split(','), task)
+    encoders, others, tok, held_out = load_arms(cfg, task)
     encoder = encoders[0]
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
@@ -866,8 +888,10 @@ def main(argv: list[str]) -> dict:
     # random weights are the same draw whichever checkpoint's architecture they take
     arms = {name: run_arm(cfg, task, encoders[:1] if cfg['from_scratch'] else encoders, data,
                           tok.pad_token_id, cfg['from_scratch'])}
-    if cfg['baseline'] == 'scratch':  # the same grid, seeds and examples from random weights
-        arms['random weights'] = run_arm(cfg, task, [encoder], data, tok.pad_token_id, True)
+    # the same grid, seeds and examples from random weights, or from another recipe
+    if cfg['baseline'] != 'none':
+        arms['random weights' if cfg['baseline'] == 'scratch' else cfg['baseline']] = run_arm(
+            cfg, task, others or [encoder], data, tok.pad_token_id, not others)
     groups = (sample(task.test_groups, cfg['max_eval_samples'])
               if task.test_groups is not None else None)  # the same draw as the test examples
     difference = compare(task, data['evals'][next(iter(task.tests))][1], groups, arms)
@@ -882,11 +906,11 @@ def main(argv: list[str]) -> dict:
               + (f", {len(encoders)} checkpoints pooled" if len(encoders) > 1 else '') + ': '
               f"masked-token accuracy {zero['masked_accuracy']:.4f} ({low:.4f} to {high:.4f}), "
               f"pseudo-log-likelihood {zero['pseudo_log_likelihood']:.3f}")
-    arm = arms[name]
-    if 'random weights' in arms and with_zero_shot:
-        arms['random weights']['zero_shot'] = zero_shot(
-            [starting_encoder(encoder, True, cfg['seeds'][0])], tok, cfg['zero_shot_tokens'],
-            cfg['max_length'], cfg['device'])
+    arm, other = arms[name], list(arms.values())[-1] if len(arms) > 1 else None
+    if other is not None and with_zero_shot:
+        other['zero_shot'] = zero_shot(others or [starting_encoder(encoder, True, cfg['seeds'][0])],
+                                       tok, cfg['zero_shot_tokens'], cfg['max_length'],
+                                       cfg['device'])
     result = dict(task=task.name, metric=task.metrics[0], value=arm['metrics'][task.metrics[0]],
                   metrics=arm['metrics'], per_seed=arm['per_seed'], seeds=cfg['seeds'],
                   learning_rate=arm['learning_rate'], grid=arm['grid'], dev=arm['dev'],
@@ -897,9 +921,8 @@ def main(argv: list[str]) -> dict:
                   train_examples=len(labelled_subset(len(task.train), cfg['max_train_samples'], 0)),
                   test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note,
                   held_out=held_out)
-    if difference is not None:
-        other = arms['random weights']
-        result['baseline'] = dict(arm='scratch', value=other['metrics'][task.metrics[0]],
+    if other is not None:
+        result['baseline'] = dict(arm=cfg['baseline'], value=other['metrics'][task.metrics[0]],
                                   mean=other['interval'][0], interval=other['interval'][1:],
                                   learning_rate=other['learning_rate'], grid=other['grid'],
                                   per_seed=other['per_seed'], zero_shot=other.get('zero_shot'))

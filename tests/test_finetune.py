@@ -197,10 +197,23 @@ def test_one_recipe_pre_trained_with_several_seeds_is_one_arm(ckpt, data_root, t
     assert result['baseline']['zero_shot']['checkpoints'] == 1
     diff = result['difference']
     assert diff['value'] == pytest.approx(result['mean'] - result['baseline']['mean'])
+    # another recipe as the baseline: here a deeper model, one checkpoint against the two
+    deeper = str(tmp_path / 'deeper' / 'ckpt.pt')
     train(data_root, tmp_path / 'deeper', '--max_iters=2', '--eval_interval=2',
           '--num_hidden_layers=4')
-    stop = stop_in_process('finetune.py', f"--init_from={ckpt},{tmp_path / 'deeper' / 'ckpt.pt'}")
+    finetune.main([f'--init_from={both}', f'--baseline={deeper}', '--max_train_samples=32',
+                   '--max_eval_samples=32', '--epochs=1', '--batch_size=16', '--max_length=64',
+                   '--seeds=0,1,2', '--zero_shot_tokens=0', '--device=cpu',
+                   f"--out={tmp_path / 'recipes.json'}"])
+    recipes = json.loads((tmp_path / 'recipes.json').read_text())
+    assert recipes['baseline']['arm'] == deeper and len(recipes['baseline']['per_seed']) == 3
+    assert recipes['difference']['value'] == \
+        pytest.approx(recipes['mean'] - recipes['baseline']['mean'])
+    stop = stop_in_process('finetune.py', f'--init_from={ckpt},{deeper}')
     assert len(stop.splitlines()) == 1 and 'another architecture' in stop, stop
+    stop = stop_in_process('finetune.py', f'--init_from={both}', f'--baseline={both},{deeper}',
+                           '--seeds=0,1,2')
+    assert 'give one, or one per init_from checkpoint' in stop, stop
 
 
 def test_a_rate_at_the_edge_of_the_grid_extends_it_one_step(monkeypatch):
