@@ -200,8 +200,8 @@ def load_model(source: str, full_vocabulary: bool = True, role: str = '') -> Loa
 
 # what may change when a run is restarted: its length, evaluation and logging, checkpointing,
 # the machine
-RESTART_SETTINGS = {'max_iters', 'lr_decay_iters', 'eval_interval', 'log_interval', 'eval_iters',
-                    'eval_only', 'always_save_checkpoint', 'keep_last_checkpoints',
+RESTART_SETTINGS = {'max_iters', 'time_budget', 'lr_decay_iters', 'eval_interval', 'log_interval',
+                    'eval_iters', 'eval_only', 'always_save_checkpoint', 'keep_last_checkpoints',
                     'checkpoint_interval', 'init_from', 'overwrite', 'out_dir', 'data_root',
                     'wandb_log', 'wandb_project', 'wandb_run_name', 'wandb_mode', 'device',
                     'compile', 'peak_flops', 'max_skipped_steps'}
@@ -331,6 +331,7 @@ def run_start(start: str, auto: bool, out_dir: str, overwrite: bool, eval_only: 
 # the run's counters: what it has trained on and skipped, and its last evaluation (checkpointed)
 NEW_PROGRESS = dict(
     tokens=0,  # trained on so far: the x axis for comparing runs whose steps differ in size
+    train_seconds=0.0,  # spent training, the steps and operations (curriculum.TimeBudget)
     skipped_steps=0, skipped_in_a_row=0,  # non-finite steps: in all, and since the last good one
     last_eval_iter=-1, last_val_loss=float('inf'))
 

@@ -12,6 +12,7 @@ rebuilt, its state carried over by parameter name), and {'regather': f} when the
 move (f moves AdamW's moments like the weights).
 """
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -22,6 +23,54 @@ from errors import fail
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
 from optim import OptimizerSettings, carried_state, rebuild_optimizer
+
+# the length of a run: iterations, or seconds of training -----------------------------------------
+
+class TimeBudget:
+    """How far a run is: max_iters iterations, or with seconds a wall-clock budget that replaces
+    them. What counts against a budget is training: the steps, and the operations (a resize, a
+    rebuilt optimizer, a recompile are what a curriculum costs); evaluation and saving do not, so
+    that how often a run measures itself does not change what it trains. The seconds spent are kept
+    in progress (checkpointed), so a resumed run goes on where the budget stood; time is not
+    reproducible, so what a resumed run replays exactly is the record: the operations fired at the
+    iterations the checkpoint holds. step_seconds (tests) counts each iteration as that many
+    seconds instead of measuring it, which makes a budgeted run deterministic."""
+
+    def __init__(self, max_iters: int, seconds: float | None, progress: dict,
+                 step_seconds: float | None = None):
+        self.max_iters, self.seconds, self.progress = max_iters, seconds, progress
+        self.step_seconds = step_seconds
+        self.t0 = 0.0
+
+    def start(self) -> None:
+        """Training starts (after an evaluation and saving)."""
+        self.t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        """Training stops (the step is done): count the time since start."""
+        self.progress['train_seconds'] += (self.step_seconds if self.step_seconds is not None
+                                           else time.perf_counter() - self.t0)
+
+    def fraction(self, it: int) -> float:
+        """The share of the run done before iteration it."""
+        if self.seconds is None:
+            return it / self.max_iters
+        return min(1.0, self.progress['train_seconds'] / self.seconds)
+
+    def position(self, it: int) -> float:
+        """Where the learning-rate schedule stands at iteration it, in iterations of max_iters: a
+        budgeted run warms up and decays by the same fractions as max_iters would have it."""
+        return it if self.seconds is None else self.fraction(it) * self.max_iters
+
+    def done(self, it: int) -> bool:
+        return self.fraction(it) >= 1.0
+
+    def eta(self, it: int, clock) -> str:
+        """The time left, as the progress line shows it."""
+        if self.seconds is None:
+            return clock.eta(self.max_iters - it - 1)
+        return f"{(self.seconds - self.progress['train_seconds']) / 60:.1f} min"
+
 
 # the remapping file -------------------------------------------------------------------------------
 
@@ -77,7 +126,7 @@ def op_disable_vocab_remapping(cur: 'Curriculum', model: Encoder, value, it: int
 
 
 def op_reset_lr_schedule(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
-    cur.state['lr_schedule_start'] = it
+    cur.state['lr_schedule_start'] = cur.budget.position(it)
     return {}
 
 
@@ -126,7 +175,7 @@ OPERATIONS = {
                        and all(t is None or (_is_number(t) and t > 0) for t in v),
                        '[global, local] (None keeps one)'),
 }
-TRIGGER_KEYS = ('at_iter', 'trigger_loss', 'max_wait_iters')
+TRIGGER_KEYS = ('at_iter', 'at_fraction', 'trigger_loss', 'max_wait_iters')
 
 
 def scheduled_values(schedule: list, name: str) -> list:
@@ -139,8 +188,9 @@ def scheduled_values(schedule: list, name: str) -> list:
 
 def same_point(prev: dict, op: dict) -> bool:
     """Whether op is guaranteed to fire at the same iteration as the operation before it."""
-    if 'at_iter' in op:
-        return op['at_iter'] == prev.get('at_iter')
+    for at in ('at_iter', 'at_fraction'):
+        if at in op:
+            return op[at] == prev.get(at)
     return 'trigger_loss' not in op and op.get('max_wait_iters') == 0
 
 
@@ -159,10 +209,13 @@ def _operation_problem(op, where: str) -> str | None:
     if not check(op.get('value')):
         return f"{where}: value {op.get('value')!r} must be {expected}"
     if not any(k in op for k in TRIGGER_KEYS):
-        return (f'{where}: no trigger; give at_iter, or trigger_loss (with max_wait_iters), or '
-                f'max_wait_iters')
-    if 'at_iter' in op and ('trigger_loss' in op or 'max_wait_iters' in op):
-        return f'{where}: at_iter cannot be combined with trigger_loss or max_wait_iters'
+        return (f'{where}: no trigger; give at_iter, at_fraction (with time_budget), or '
+                f'trigger_loss (with max_wait_iters), or max_wait_iters')
+    fixed = [k for k in ('at_iter', 'at_fraction') if k in op]
+    if fixed and (len(fixed) > 1 or 'trigger_loss' in op or 'max_wait_iters' in op):
+        return f'{where}: {fixed[0]} cannot be combined with another trigger'
+    if 'at_fraction' in op and not (_is_number(op['at_fraction']) and 0 < op['at_fraction'] <= 1):
+        return f"{where}: at_fraction must be in (0, 1], the share of time_budget spent"
     for k in ('at_iter', 'max_wait_iters'):
         if k in op and (not isinstance(op[k], int) or isinstance(op[k], bool) or op[k] < 0):
             return f'{where}: {k} must be a non-negative integer'
@@ -171,24 +224,28 @@ def _operation_problem(op, where: str) -> str | None:
     return None
 
 
-def validate_schedule(ops: list, remapping: bool) -> str | None:
-    """The first problem of the schedule, or None. Simulates which token space the data and the
-    model are in after every point at which operations fire: a step must never see ids beyond the
-    model."""
+def validate_schedule(ops: list, remapping: bool, budget: bool = False) -> str | None:
+    """The first problem of the schedule, or None; budget: the run has a time_budget. Simulates
+    which token space the data and the model are in after every point at which operations fire: a
+    step must never see ids beyond the model."""
     if not isinstance(ops, list):
         return 'must be a list of operations'
     model_space = data_space = 'shrunken' if remapping else 'full'
-    last_at = -1
+    last_at = dict(at_iter=-1, at_fraction=0)
     for i, op in enumerate(ops):
         problem = _operation_problem(op, f'operation {i}')
         if problem:
             return problem
         name, where = op['name'], f"operation {i} ({op['name']})"
-        if 'at_iter' in op:
-            if op['at_iter'] < last_at:
-                return (f"{where}: at_iter {op['at_iter']} comes before the previous operation's "
-                        f'{last_at}')
-            last_at = op['at_iter']
+        if 'at_fraction' in op and not budget:
+            return (f'{where}: at_fraction is a share of time_budget; set --time_budget=<seconds>, '
+                    f'or use at_iter')
+        for at in last_at:
+            if at in op:
+                if op[at] < last_at[at]:
+                    return (f"{where}: {at} {op[at]} comes before the previous operation's "
+                            f'{last_at[at]}')
+                last_at[at] = op[at]
         if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
             return (f'operation {i - 1} leaves the data in the {data_space} vocabulary but the '
                     f'model in the {model_space} one; resize_vocabulary and '
@@ -229,8 +286,10 @@ class Curriculum:
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
                  optimizer_settings: OptimizerSettings, learning_rate: float, mask_rate: float,
-                 device, seed: int, ckpt_path: str, shape: dict | None = None):
+                 device, seed: int, ckpt_path: str, budget: TimeBudget,
+                 shape: dict | None = None):
         self.schedule = schedule
+        self.budget = budget  # where the run stands: at_fraction and reset_lr_schedule read it
         self.ckpt_path = ckpt_path  # named when an operation fails: it holds the state before it
         self.optimizer_settings = optimizer_settings  # what a rebuilt optimizer is
         self.seed = seed  # of the resize noise
@@ -266,6 +325,8 @@ class Curriculum:
             op = self.schedule[i]
             if 'at_iter' in op:
                 trigger = 'at_iter' if it >= op['at_iter'] else None
+            elif 'at_fraction' in op:
+                trigger = 'at_fraction' if self.budget.fraction(it) >= op['at_fraction'] else None
             elif 'trigger_loss' in op and val_loss is not None and val_loss < op['trigger_loss']:
                 trigger = 'trigger_loss'
             elif 'max_wait_iters' in op and it - last_op_iter >= op['max_wait_iters']:

@@ -97,6 +97,16 @@ def mixed_loss(mlm_loss: torch.Tensor, student_logits: torch.Tensor, teacher_log
 HIDDEN_LOSSES = ('cosine', 'mse')
 
 
+def check_distill_settings(config: dict) -> None:
+    """train.py's distillation knobs; SystemExit with one line on a bad value."""
+    if config['teacher'] is not None and not (0.0 <= config['distill_weight'] <= 1.0
+                                              and config['distill_temperature'] > 0):
+        fail('distill_weight must be in [0, 1] and distill_temperature > 0')
+    if config['distill_hidden_weight'] < 0 or (config['distill_hidden_weight']
+                                               and config['teacher'] is None):
+        fail('distill_hidden_weight must be >= 0 and needs a --teacher')
+
+
 def hidden_loss(student_hidden: torch.Tensor, teacher_hidden: torch.Tensor,
                 projection: torch.Tensor, labels: torch.Tensor,
                 kind: str = 'cosine') -> torch.Tensor:

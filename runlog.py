@@ -90,15 +90,15 @@ class RunLog:
         if line is not None:
             print(line)
 
-    def step(self, it: int, max_iters: int, clock: 'StepClock', mfu: float | None,
-             **record) -> None:
+    def step(self, it: int, budget, clock: 'StepClock', mfu: float | None, **record) -> None:
         """Log training step it: record (loss, lr, tokens_per_s, ...) with the smoothed MFU, and its
-        progress line. mfu: this lap's, None while the clock is warming up."""
+        progress line (budget: curriculum.TimeBudget). mfu: this lap's, None while the clock is
+        warming up."""
         mfu_text = clock.add_mfu(mfu) if mfu is not None else '-'
         self(dict(iter=it, **record, mfu=clock.mfu),
              f"iter {it}: loss {record['loss']:.4f}, lr {record['lr']:.2e}, "
              f"{record['tokens_per_s']:,.0f} tok/s, mfu {mfu_text}, "
-             f'{100 * (it + 1) / max_iters:.1f}% done, eta {clock.eta(max_iters - it - 1)}')
+             f'{100 * budget.fraction(it + 1):.1f}% done, eta {budget.eta(it, clock)}')
 
     def finish(self) -> None:
         if self.wandb is not None:

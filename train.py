@@ -17,9 +17,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from checkpoint import (NEW_PROGRESS, extended_history, fit_model_to_data, parse_init_from,
                         run_start, save_run, start_model)
 from configurator import check_at_least, check_choices
-from curriculum import Curriculum, load_run_remap, scheduled_values, validate_schedule
+from curriculum import (Curriculum, TimeBudget, load_run_remap, scheduled_values,
+                        validate_schedule)
 from data import load_counts, load_dataset, shard_paths
-from distill import HIDDEN_LOSSES, Teacher, check_same_teacher
+from distill import HIDDEN_LOSSES, Teacher, check_distill_settings, check_same_teacher
 from distributed import StopSignal, all_reduce, check_shared_folder, setup, shutdown
 from errors import fail
 from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, SparseHeadRows, evaluate,
@@ -78,6 +79,8 @@ decoder_bias_init = 'unigram'  # 'unigram' (train.bin's log-frequencies) | 'zero
 optimizer_name = 'adamw'  # 'adamw' | 'stable_adamw' (ModernBERT's, optim.py)
 learning_rate = 8e-4
 max_iters = 10000
+time_budget = None  # seconds of training: the run ends when spent (max_iters then only shapes the
+#                     learning-rate schedule, which follows the budget by fraction)
 weight_decay_convention = 'torch'  # 'torch' (lr * wd per step) | 'decoupled' (wd * lr / peak)
 weight_decay = 1e-5
 decay_1d_params = False  # also decay norms and biases (NeoBERT does)
@@ -100,6 +103,7 @@ peak_flops = None  # for MFU; None: 989e12 on CUDA (H100 dense bf16), 135e9 on C
 seed = 1337
 max_skipped_steps = 20  # consecutive non-finite steps before the run stops
 inject_nonfinite_at = []  # iterations whose step loss is made inf (tests the guard)
+inject_step_seconds = None  # tests: each iteration counts this long against time_budget
 # grow-as-you-go vocabulary
 shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
@@ -135,13 +139,12 @@ if learning_rate <= 0 or min_lr < 0:
     fail('learning_rate must be > 0 and min_lr >= 0')
 check_at_least(config, dict(batch_size=1, block_size=1, gradient_accumulation_steps=1, max_iters=1,
                             eval_interval=1, log_interval=1, eval_iters=1, checkpoint_interval=0))
-_problem = validate_schedule(schedule, remapping=vocab_remapping_file is not None)
+if time_budget is not None and not time_budget > 0:
+    fail(f'time_budget={time_budget}: give seconds > 0, or None to end at max_iters')
+_problem = validate_schedule(schedule, vocab_remapping_file is not None, time_budget is not None)
 if _problem:
     fail(f'schedule: {_problem}')
-if teacher is not None and not (0.0 <= distill_weight <= 1.0 and distill_temperature > 0):
-    fail('distill_weight must be in [0, 1] and distill_temperature > 0')
-if distill_hidden_weight < 0 or (distill_hidden_weight and teacher is None):
-    fail('distill_hidden_weight must be >= 0 and needs a --teacher')
+check_distill_settings(config)
 if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 start_from, auto = parse_init_from(init_from)  # what a new run starts from; auto: resume if we can
@@ -183,12 +186,13 @@ optimizer_settings = OptimizerSettings(optimizer_name, weight_decay,
                                        adam_eps, decay_1d_params, device_type, compiled)
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
+progress = dict(NEW_PROGRESS)  # the run's counters (checkpointed): tokens, time, last evaluation
+budget = TimeBudget(max_iters, time_budget, progress, inject_step_seconds)
 curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, learning_rate,
-                        mask_rate, device, seed, ckpt_path,
+                        mask_rate, device, seed, ckpt_path, budget,
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
-progress = dict(NEW_PROGRESS)  # the run's counters (checkpointed): tokens, skips, last evaluation
 eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
 
@@ -284,8 +288,8 @@ def wrap(m: torch.nn.Module) -> torch.nn.Module:
 
 def get_lr(it: int) -> float:
     """Learning rate at iteration it; reset_lr_schedule restarts it at lr_schedule_start."""
-    base, start_it = state['lr_base'], state['lr_schedule_start']
-    return scheduled_lr(it - start_it, (lr_decay_iters or max_iters) - start_it, base,
+    base, start = state['lr_base'], state['lr_schedule_start']  # a time budget: by fraction
+    return scheduled_lr(budget.position(it) - start, (lr_decay_iters or max_iters) - start, base,
                         base * min_lr / learning_rate, warmup_iters, lr_schedule, decay_fraction,
                         decay_shape)
 
@@ -339,16 +343,17 @@ peak = peak_flops or (989e12 if device_type == 'cuda' else 135e9)  # for MFU
 local_iter, clock, ahead = 0, StepClock(), {}
 while True:
     # once in a while: evaluate, save, and run the operations the schedule has due -------------
+    finished = budget.done(iter_num)  # max_iters reached, or the time budget spent
     save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
-    if ((iter_num % eval_interval == 0 or iter_num == max_iters)
-            and progress['last_eval_iter'] != iter_num):
+    if (iter_num % eval_interval == 0 or finished) and progress['last_eval_iter'] != iter_num:
         val_loss = run_evaluation(iter_num)['val_loss']
         save_now |= val_loss < best_val_loss or always_save_checkpoint
         best_val_loss = min(best_val_loss, val_loss)
     if save_now and local_iter > 0 and not eval_only:  # at local_iter 0 it is where we began
         save(iter_num)
-    if iter_num >= max_iters or eval_only:
+    if finished or eval_only:
         break
+    budget.start()  # the operations and the step count against a time budget
     evaluated_now = progress['last_eval_iter'] == iter_num
     fired = curriculum.run(iter_num, model, optimizer, parked,
                            progress['last_val_loss'] if evaluated_now else None)
@@ -411,7 +416,7 @@ while True:
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
     progress['tokens'] += tokens_per_iter
-    if iter_num + 1 < max_iters:  # nothing above waits for the GPU: make the next batches meanwhile
+    if not budget.done(iter_num + 1):  # nothing above waits for the GPU: make the next batches now
         ahead = {(iter_num + 1, *curriculum.step_shape()): step_batches(iter_num + 1)}
 
     # timing and logging: the device's flags are read at log points only (reading waits for it) --
@@ -425,9 +430,10 @@ while True:
         mfu = (model.estimate_mfu(tokens_per_iter / world_size, n_pred.item() / world_size, dt,
                                   peak, seq_len=state['block_size']) if clock.warm else None)
         parts = dict(zip(teacher_model.part_names, loss_parts.tolist())) if teacher_model else {}
-        log.step(iter_num, max_iters, clock, mfu, loss=step_loss.item(), **parts, lr=lr,
+        log.step(iter_num, budget, clock, mfu, loss=step_loss.item(), **parts, lr=lr,
                  tokens=progress['tokens'], tokens_per_s=tokens_per_iter / dt,
                  grad_norm=grad_norm.item())
+    budget.stop()
     iter_num += 1
     local_iter += 1
 

@@ -11,7 +11,7 @@ import torch
 from checkpoint import load_checkpoint
 from conftest import assert_same_weights, losses, read_metrics, stop_in_process, train, train_args
 from fill_mask import MaskFiller
-from optim import load_state_by_name
+from optim import load_state_by_name, scheduled_lr
 
 # the demo curriculum (config/shrink_vocab_demo.py) on a 512-token vocabulary, compressed into 10
 # iterations
@@ -200,6 +200,14 @@ BAD_SCHEDULES = {
     'never grows': ([{'name': 'set_lr', 'value': 1e-4, 'at_iter': 2},
                      {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}],
                     'add the missing resize_vocabulary'),
+    'a fraction without a budget': ([{'name': 'set_lr', 'value': 1e-4, 'at_fraction': 0.5}],
+                                    'at_fraction is a share of time_budget; set --time_budget'),
+    'a fraction past the end': ([{'name': 'set_lr', 'value': 1e-4, 'at_fraction': 1.5}],
+                                'at_fraction must be in (0, 1]'),
+    'a fraction of nothing': ([{'name': 'set_lr', 'value': 1e-4, 'at_fraction': 0}],
+                              'at_fraction must be in (0, 1]'),
+    'a fraction and a wait': ([{'name': 'set_lr', 'value': 1e-4, 'at_fraction': 0.5,
+                                'max_wait_iters': 3}], 'at_fraction cannot be combined'),
 }
 
 
@@ -215,6 +223,57 @@ def test_schedule_validation(case, data_root, tmp_path):
     assert len(message.splitlines()) == 1 and message.startswith('train.py: schedule:') and \
         expected in message
     assert not (tmp_path / 'out').exists()
+
+
+def test_a_time_budget_of_nothing_is_refused(data_root, tmp_path):
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out',
+                                                      '--time_budget=0'))
+    assert message == 'train.py: time_budget=0: give seconds > 0, or None to end at max_iters'
+    assert not (tmp_path / 'out').exists()
+
+
+# the demo curriculum driven by a time budget: 16 s at 2 s an iteration (the injected clock) is 8
+# iterations; the resize at half the budget, unfreezing at three quarters
+BUDGETED = [
+    {'name': 'resize_vocabulary', 'value': [None, 0.01], 'at_fraction': 0.5},
+    {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0},
+    {'name': 'set_embedding_finetune_mode', 'value': True, 'max_wait_iters': 0},
+    {'name': 'set_embedding_finetune_mode', 'value': False, 'at_fraction': 0.75},
+]
+
+
+def test_a_time_budget_ends_the_run_fires_by_fraction_and_resumes_exactly(data_root, tmp_path):
+    """The budget replaces max_iters (here 1,000, which only shapes the learning rate: the
+    schedule follows the budget by fraction); resumed before the resize and with half the budget
+    left, the run is the uninterrupted one."""
+    args = [*curriculum_args(data_root, tmp_path, BUDGETED), '--max_iters=1000',
+            '--lr_decay_iters=1000', '--time_budget=16', '--inject_step_seconds=2',
+            '--decay_fraction=0.5']
+    train(data_root, tmp_path / 'full', *args)
+    records = read_metrics(tmp_path / 'full')
+    ops = [(m['iter'], m['op'], m['trigger']) for m in records if 'op' in m]
+    assert ops == [(4, 'resize_vocabulary', 'at_fraction'),
+                   (4, 'disable_vocab_remapping', 'max_wait_iters'),
+                   (4, 'set_embedding_finetune_mode', 'max_wait_iters'),
+                   (6, 'set_embedding_finetune_mode', 'at_fraction')]
+    steps = {m['iter']: m for m in records if 'loss' in m}
+    assert list(steps) == list(range(8))  # 8 iterations of 2 s: the budget, then the end
+    # iteration i is at i/8 of the budget: the schedule of 1,000 iterations at 125 i
+    for i, m in steps.items():
+        # the TINY model's rates (conftest)
+        assert m['lr'] == pytest.approx(scheduled_lr(125 * i, 1000, 1e-3, 1e-4, 2, 'wsd', 0.5,
+                                                     'sqrt'))
+    assert steps[7]['lr'] < 0.3 * 1e-3  # decayed by the end of the budget
+    ckpt = load_checkpoint(str(tmp_path / 'full' / 'ckpt.pt'))
+    assert ckpt['iter_num'] == 8 and ckpt['progress']['train_seconds'] == 16
+    for resume_at in (3, 4):
+        out = tmp_path / f'resume_{resume_at}'
+        out.mkdir()
+        shutil.copy(tmp_path / 'full' / f'ckpt_{resume_at:07d}.pt', out / 'ckpt.pt')
+        train(data_root, out, *args, '--init_from=resume')
+        full, resumed = losses(tmp_path / 'full', resume_at), losses(out)
+        assert list(resumed) == list(range(resume_at, 8)) and resumed == full
+        assert_same_weights(tmp_path / 'full', out)
 
 
 def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_path):
