@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+import torch.distributed as dist
 
 from data import load_remap
+from distributed import all_reduce
 from errors import fail
 from mlm import RESIZE_NOISE, TokenSpace, seed_for
 from model import Encoder, gather_vocab_rows
@@ -30,26 +32,40 @@ class TimeBudget:
     """How far a run is: max_iters iterations, or with seconds a wall-clock budget that replaces
     them. What counts against a budget is training: the steps, and the operations (a resize, a
     rebuilt optimizer, a recompile are what a curriculum costs); evaluation and saving do not, so
-    that how often a run measures itself does not change what it trains. The seconds spent are kept
-    in progress (checkpointed), so a resumed run goes on where the budget stood; time is not
-    reproducible, so what a resumed run replays exactly is the record: the operations fired at the
-    iterations the checkpoint holds. step_seconds (tests) counts each iteration as that many
-    seconds instead of measuring it, which makes a budgeted run deterministic."""
+    that how often a run measures itself does not change what it trains. The host runs ahead of
+    the GPU between log points, so the time is read there (and before saving), after the waits, as
+    the slowest rank's: every rank sees the same budget, and the learning rate and the end follow it
+    in steps of log_interval iterations. The seconds spent are kept in progress (checkpointed), so a
+    resumed run goes on where the budget stood; time is not reproducible, so what a resumed run
+    replays exactly is the record: the operations fired at the iterations the checkpoint holds.
+    step_seconds (tests) counts each iteration as that many seconds instead of measuring it, which
+    makes a budgeted run deterministic."""
 
-    def __init__(self, max_iters: int, seconds: float | None, progress: dict,
+    def __init__(self, max_iters: int, seconds: float | None, progress: dict, device,
                  step_seconds: float | None = None):
         self.max_iters, self.seconds, self.progress = max_iters, seconds, progress
-        self.step_seconds = step_seconds
-        self.t0 = 0.0
+        self.device, self.step_seconds = device, step_seconds
+        self.t0 = self.pending = 0.0
 
     def start(self) -> None:
         """Training starts (after an evaluation and saving)."""
         self.t0 = time.perf_counter()
 
-    def stop(self) -> None:
-        """Training stops (the step is done): count the time since start."""
-        self.progress['train_seconds'] += (self.step_seconds if self.step_seconds is not None
-                                           else time.perf_counter() - self.t0)
+    def stop(self, read: bool) -> None:
+        """Training stops (the step is done); read: count the time since the last reading (at a
+        log point, where the host has waited for the device)."""
+        self.pending += (self.step_seconds if self.step_seconds is not None
+                         else time.perf_counter() - self.t0)
+        if read:
+            self.read()
+
+    def read(self) -> None:
+        """Count the time pending against the budget, the slowest rank's."""
+        spent = torch.tensor(self.pending, dtype=torch.float64, device=self.device)
+        if self.seconds is not None:  # the ranks must agree; without a budget nothing depends on it
+            all_reduce(spent, dist.ReduceOp.MAX)
+        self.progress['train_seconds'] += spent.item()
+        self.pending = 0.0
 
     def fraction(self, it: int) -> float:
         """The share of the run done before iteration it."""

@@ -25,6 +25,7 @@ intervals resample the pre-training seeds as well as the fine-tuning seeds and t
 import collections
 import copy
 import csv
+import functools
 import json
 import math
 import os
@@ -211,17 +212,42 @@ def span_hashes(ids: list[int]) -> np.ndarray:
     return h
 
 
-def unseen(examples: list, train_sections: dict) -> list:
+class TrainingText:
+    """What pre-training read of the embedded corpus (data.shakespeare_split's training sections):
+    its spans of SPAN_TOKENS GPT-2 tokens, and its lines."""
+
+    def __init__(self):
+        self.tok = load_tokenizer('gpt2')
+        sections = [s for work in shakespeare_split()[0].values() for s in work]
+        self.spans = np.unique(np.concatenate([span_hashes(self.tok.encode_ordinary(section))
+                                               for section in sections]))
+        self.lines = {line.strip() for section in sections for line in section.split('\n')}
+
+    def shares_span(self, text: str) -> bool:
+        h = span_hashes(self.tok.encode_ordinary(text))
+        at = np.searchsorted(self.spans, h).clip(max=len(self.spans) - 1)
+        return bool((self.spans[at] == h).any())
+
+
+@functools.cache
+def training_text() -> TrainingText:
+    return TrainingText()
+
+
+def unseen(examples: list) -> list:
     """The (example, section) pairs none of whose texts shares a span of SPAN_TOKENS GPT-2 tokens
     with the training sections."""
-    tok = load_tokenizer('gpt2')
-    seen = np.unique(np.concatenate([span_hashes(tok.encode_ordinary(section))
-                                     for sections in train_sections.values()
-                                     for section in sections]))
-    def shared(text: str) -> bool:
-        h = span_hashes(tok.encode_ordinary(text))
-        return bool((seen[np.searchsorted(seen, h).clip(max=len(seen) - 1)] == h).any())
-    return [(e, section) for e, section in examples if not any(shared(t) for t in e[0])]
+    seen = training_text()
+    return [(e, section) for e, section in examples
+            if not any(seen.shares_span(t) for t in e[0])]
+
+
+def unseen_lines(section: str) -> str:
+    """A held-out section without the lines pre-training read: a line that occurs in the training
+    sections (a speaker's name, a refrain) or shares a span of SPAN_TOKENS tokens with them."""
+    seen = training_text()
+    return '\n'.join(line for line in section.split('\n')
+                     if line.strip() not in seen.lines and not seen.shares_span(line))
 
 
 def dev_and_test(held_out: list) -> tuple[list, dict, list]:
@@ -254,7 +280,7 @@ def shakespeare_works_task(passage_chars: int) -> Task:
         train += [((p,), label) for p in passages(train_sections[work], passage_chars)]
         held_out += [(((p,), label), k) for k, text in numbered[work]
                      for p in passages([text], passage_chars)]
-    dev, tests, groups = dev_and_test(unseen(held_out, train_sections))
+    dev, tests, groups = dev_and_test(unseen(held_out))
     return Task('shakespeare_works', train, dev, tests, len(works), ('accuracy',), works,
                 test_groups=groups)
 
@@ -312,7 +338,7 @@ def shakespeare_lines_task() -> Task:
     for work, sections in train_sections.items():
         train += [pair for pair, _ in line_pairs(list(enumerate(sections)), rng, set())]
         held_out += line_pairs(numbered.get(work, []), rng, repeated)
-    dev, tests, groups = dev_and_test(unseen(held_out, train_sections))
+    dev, tests, groups = dev_and_test(unseen(held_out))
     return Task('shakespeare_lines', train, dev, tests, 2, ('accuracy',), ['elsewhere', 'next'],
                 test_groups=groups)
 
@@ -669,14 +695,15 @@ def bootstrap_interval(metric, gold: np.ndarray, arm: list, baseline: list | Non
 @torch.no_grad()
 def zero_shot(encoders: list[Encoder], tok: Tokenizer, max_tokens: int, max_length: int,
               device: str) -> dict:
-    """The MLM's own scores, no fine-tuning, on max_tokens tokens of the held-out sections, shared
-    evenly between the works (each from the start of its held-out text): each token masked alone in
+    """The MLM's own scores, no fine-tuning, on max_tokens tokens of the held-out sections without
+    the lines pre-training read (unseen_lines), shared evenly between the works (each from the
+    start of its held-out text): each token masked alone in
     turn (Salazar et al. 2020), windows of max_length tokens. Returns the share predicted right
     (masked-token accuracy) and the mean log-probability of the right token (pseudo-log-likelihood
     per token, in nats), pooled over encoders (one recipe's pre-training seeds), each with a 95%
     interval from resampling the works (and the encoders)."""
     held_out = shakespeare_split()[1]
-    works = [tok.encode_ordinary('\n\n'.join(sections))[
+    works = [tok.encode_ordinary('\n\n'.join(map(unseen_lines, sections)))[
         :max_tokens // len(held_out) + (k < max_tokens % len(held_out))]
         for k, sections in enumerate(held_out.values())]
     # (tokens, right, log-probability) of each encoder on each work

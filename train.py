@@ -187,7 +187,7 @@ optimizer_settings = OptimizerSettings(optimizer_name, weight_decay,
 # the schedule, the token spaces and the training state that changes during the run (checkpointed)
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
 progress = dict(NEW_PROGRESS)  # the run's counters (checkpointed): tokens, time, last evaluation
-budget = TimeBudget(max_iters, time_budget, progress, inject_step_seconds)
+budget = TimeBudget(max_iters, time_budget, progress, device, inject_step_seconds)
 curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, learning_rate,
                         mask_rate, device, seed, ckpt_path, budget,
                         shape=dict(batch_size=batch_size, block_size=block_size,
@@ -306,6 +306,7 @@ def checkpoint_state(it: int) -> dict:
 
 def save(it: int) -> None:
     guard.read()  # the checkpoint counts every skipped step; none is saved past max_skipped_steps
+    budget.read()  # and every second trained
     save_run(checkpoint_state(it) if master else None, ckpt_path, it, keep_last_checkpoints, log,
              device)
 
@@ -433,7 +434,7 @@ while True:
         log.step(iter_num, budget, clock, mfu, loss=step_loss.item(), **parts, lr=lr,
                  tokens=progress['tokens'], tokens_per_s=tokens_per_iter / dt,
                  grad_norm=grad_norm.item())
-    budget.stop()
+    budget.stop(read=iter_num % log_interval == 0)  # read where the log point waited for the device
     iter_num += 1
     local_iter += 1
 

@@ -66,6 +66,27 @@ def test_shakespeare_lines_pairs_a_line_with_the_next_or_with_one_from_its_own_w
         assert second in work and (first + '\n' + second in work) == bool(follows)
 
 
+def test_zero_shot_text_holds_no_line_pre_training_read():
+    """The zero-shot sample: held-out sections without any line that occurs in the training text or
+    shares a span of 13 GPT-2 tokens with it (read here from the raw text)."""
+    train, held_out = shakespeare_split()
+    tok = load_tokenizer('gpt2')
+    train_text = '\n'.join(s for sections in train.values() for s in sections)
+    lines = {line.strip() for line in train_text.split('\n')}
+    ids = tok.encode_ordinary(train_text)
+    seen = {tuple(ids[i:i + 13]) for i in range(len(ids) - 12)}
+    kept = removed = 0
+    for sections in list(held_out.values())[:6]:
+        for section in sections:
+            text = finetune.unseen_lines(section)
+            for line in text.split('\n'):
+                line_ids = tok.encode_ordinary(line)
+                assert line.strip() not in lines and not any(
+                    tuple(line_ids[i:i + 13]) in seen for i in range(len(line_ids) - 12)), line
+            kept, removed = kept + len(text), removed + len(section) - len(text)
+    assert 0 < removed < kept / 4  # speakers' names and the like go; most of the text stays
+
+
 @pytest.mark.parametrize('name', ['shakespeare_works', 'shakespeare_lines'])
 def test_dev_and_test_text_was_never_trained_on(name):
     """No line or passage of a dev or test example shares a span of 13 or more GPT-2 tokens with the

@@ -63,6 +63,24 @@ def test_ddp_on_cpu_equals_one_process_with_the_same_accumulation(data_root, tmp
     assert_same_weights(tmp_path / 'single', tmp_path / 'ddp', exact=False)
 
 
+def test_ddp_ranks_agree_on_a_time_budget(data_root, tmp_path):
+    """Each rank measures its own time; the budget is read as the slowest rank's, so every rank
+    takes the same learning rate and stops at the same iteration (a rank stopping alone would
+    leave the other waiting in its all-reduce for ever)."""
+    args = [*TINY, f'--data_root={data_root}', '--max_iters=100000', '--eval_interval=100000',
+            '--time_budget=3', '--log_interval=2', '--decay_fraction=0.5',
+            f'--out_dir={tmp_path / "ddp"}']
+    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone',
+                          '--nproc_per_node=2', 'train.py', *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    ckpt = load_checkpoint(str(tmp_path / 'ddp' / 'ckpt.pt'))
+    assert ckpt['progress']['train_seconds'] >= 3 and ckpt['iter_num'] % 2 == 1
+    steps = [m for m in read_metrics(tmp_path / 'ddp') if 'loss' in m]
+    assert steps[-1]['lr'] < 1e-3 and [m['iter'] for m in steps] == \
+        list(range(0, ckpt['iter_num'], 2))  # decayed by the end
+
+
 class Unpicklable:
     def __reduce__(self):
         raise RuntimeError('cannot pickle this')
