@@ -22,8 +22,8 @@ import torch.distributed as dist
 from data import load_remap
 from distributed import all_reduce
 from errors import fail
-from mlm import RESIZE_NOISE, TokenSpace, seed_for
-from model import Encoder, gather_vocab_rows
+from mlm import EVAL_BATCHES, RESIZE_NOISE, TokenSpace, masked_batch, seed_for
+from model import IGNORE_INDEX, Encoder, gather_vocab_rows
 from optim import OptimizerSettings, carried_state, rebuild_optimizer
 
 # the length of a run: iterations, or seconds of training -----------------------------------------
@@ -92,9 +92,9 @@ class TimeBudget:
 
 
 def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
-                   rare_token_id: int | None) -> dict:
-    """The vocab_K.pt a run trains in, checked against its data and its settings; SystemExit with
-    one line."""
+                   rare_token_id: int | None, schedule: list) -> dict:
+    """The vocab_K.pt a run trains in, checked against its data, its settings and what its
+    schedule needs; SystemExit with one line."""
     dataset = meta['dataset']
     if not os.path.isfile(path):
         fail(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
@@ -110,6 +110,12 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
     if rare_token_id not in (None, remap['rare_id']):
         fail(f"rare_token_id={rare_token_id} but the remapping file's RARE slot is "
              f"{remap['rare_id']}")
+    grows_from_pieces = any(list(v[2:]) == ['pieces']
+                            for v in scheduled_values(schedule, 'resize_vocabulary'))
+    if grows_from_pieces and 'piece_ids' not in remap:
+        fail(f"{path} holds no pieces for resize_vocabulary's 'pieces' init (an older "
+             f'prepare.py wrote it); rebuild it: python prepare.py --dataset={dataset} '
+             f'--shrink_vocab={size} --force')
     return remap
 
 
@@ -117,17 +123,77 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
 
 def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is
-    shrunken."""
-    source_token_id, noise_std = value
+    shrunken. The tokens RARE stood for start as RARE (init 'rare': with noise 0 the grown model
+    computes what the shrunken one did) or from the pieces their text splits into ('pieces')."""
+    source_token_id, noise_std, init = (*value, 'rare')[:3]
     source_token_id = cur.rare_token_id if source_token_id is None else source_token_id
     shrunken = cur.shrunk_space is not None and model.config.vocab_size == cur.shrunk_space.size
     mapping = cur.full_to_shrunk if shrunken else None
     size = cur.full_space.size
+    held_out = [cur.batch('val', cur.state['mask_rate'], EVAL_BATCHES, 1, k, full=True)
+                for k in range(PROBE_BATCHES)]
+    before = [log_probs(model, b, mapping)[0] for b in held_out] if shrunken else None
+    if init == 'pieces':
+        group, pieces, logits, mean_input = piece_targets(cur, model, source_token_id)
     model.resize_vocabulary(size, source_token_id, noise_std, full_to_shrunk=mapping)
+    if init == 'pieces':
+        model.init_rows_from_pieces(group, pieces, mean_input, logits)
     # AdamW moments follow their rows like the weights; new rows start with zero moments
-    return dict(rebuild=True,
-                regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping,
-                                                     zero_new_rows=True))
+    result = dict(rebuild=True,
+                  regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping,
+                                                       zero_new_rows=True))
+    if shrunken:  # how far the grow moved the model's predictions, on held-out text
+        result['measured'] = dict(fold_kl=folded_kl(model, held_out, before, mapping))
+    return result
+
+
+PROBE_BATCHES = 2  # evaluation batches a resize reads: the decoder's mean input, the KL it causes
+
+
+@torch.no_grad()
+def log_probs(model: Encoder, batch: tuple, mapping: torch.Tensor | None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The model's log-probabilities [rows, vocab] at the masked positions of a full-space batch
+    (seen through mapping, when the model is shrunken), and the decoder's inputs there."""
+    x, y, documents = batch
+    if mapping is not None:
+        x, y = mapping[x], torch.where(y == IGNORE_INDEX, y, mapping[y.clamp(min=0)])
+    training = model.training
+    model.eval()
+    logits, _, hidden = model(x, labels=y, document_ids=documents, return_hidden=True)
+    model.train(training)
+    return logits.float().log_softmax(-1), model.head(hidden).float()
+
+
+def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor) -> float:
+    """KL(shrunken model || grown model), the grown model's probabilities of the tokens RARE stood
+    for summed back into RARE, per masked token of batches: 0 for a function-preserving grow."""
+    total, rows = 0.0, 0
+    for batch, p in zip(batches, before):
+        q = log_probs(model, batch, None)[0].exp()
+        folded = torch.zeros_like(p).index_add_(1, mapping, q).clamp(min=1e-30).log()
+        total += float((p.exp() * (p - folded)).sum())
+        rows += len(p)
+    return total / max(rows, 1)
+
+
+def piece_targets(cur: 'Curriculum', model: Encoder, rare: int) -> tuple:
+    """What init_rows_from_pieces needs to grow the shrunken model: the full ids RARE stands for,
+    their pieces, and their logits at the decoder's mean input (read on training batches): RARE's
+    logit there, shared by the counts of the tokens (add-one), so that on average over positions
+    the group takes the probability RARE had."""
+    remap = cur.remap
+    group = (cur.full_to_shrunk == rare).nonzero().flatten().cpu()
+    offsets, flat = remap['piece_offsets'], remap['piece_ids'].long()
+    pieces = [flat[offsets[t]:offsets[t + 1]].tolist() for t in group.tolist()]
+    batches = [cur.batch('train', cur.state['mask_rate'], EVAL_BATCHES, 0, k, full=True)
+               for k in range(PROBE_BATCHES)]
+    mean_input = torch.cat([log_probs(model, b, cur.full_to_shrunk)[1] for b in batches]).mean(0)
+    anchor = model.decoder.weight[rare] @ mean_input.to(model.decoder.weight)
+    if model.decoder.bias is not None:
+        anchor = anchor + model.decoder.bias[rare]
+    counts = remap['counts'][group].double() + 1
+    return group.tolist(), pieces, anchor.cpu() + (counts / counts.sum()).log(), mean_input
 
 
 def op_set_embedding_finetune_mode(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
@@ -169,12 +235,13 @@ def _is_count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
+INITS = ('rare', 'pieces')  # how resize_vocabulary starts the tokens RARE stood for
 # name: (function, check of the value, what the value must be)
 OPERATIONS = {
     'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple))
-                          and len(v) == 2 and (v[0] is None or isinstance(v[0], int))
-                          and _is_number(v[1]) and v[1] >= 0,
-                          '[source_token_id (None: RARE), noise_std]'),
+                          and len(v) in (2, 3) and (v[0] is None or isinstance(v[0], int))
+                          and _is_number(v[1]) and v[1] >= 0 and (v[2:] or ['rare'])[0] in INITS,
+                          "[source_token_id (None: RARE), noise_std] or [..., 'rare' | 'pieces']"),
     'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool),
                                     'True or False'),
     'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True),
@@ -302,9 +369,11 @@ class Curriculum:
 
     def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
                  optimizer_settings: OptimizerSettings, learning_rate: float, mask_rate: float,
-                 device, seed: int, ckpt_path: str, budget: TimeBudget,
+                 device, seed: int, ckpt_path: str, budget: TimeBudget, data: dict,
                  shape: dict | None = None):
         self.schedule = schedule
+        self.meta, self.remap, self.device = meta, remap, device
+        self.data = data  # where batches come from: shards (per split), probs, pack_documents
         self.budget = budget  # where the run stands: at_fraction and reset_lr_schedule read it
         self.ckpt_path = ckpt_path  # named when an operation fails: it holds the state before it
         self.optimizer_settings = optimizer_settings  # what a rebuilt optimizer is
@@ -331,6 +400,15 @@ class Curriculum:
         if self.state['remapping']:
             return self.full_to_shrunk, self.shrunk_space
         return None, self.full_space
+
+    def batch(self, split: str, rate: float, *key: int, full: bool = False) -> tuple:
+        """The micro-batch identified by key (mlm.masked_batch), in the step's shape and the token
+        space the data is in now (full: the full one)."""
+        mapping, space = (None, self.full_space) if full else self.space()
+        shape = self.state['batch_size'], self.state['block_size']
+        return masked_batch(self.data['shards'][split], self.meta, shape, space, mapping, rate,
+                            self.data['probs'], seed_for(self.seed, *key), self.device,
+                            self.data['pack_documents'])
 
     def due(self, it: int, val_loss: float | None) -> list:
         """(index, trigger) of the operations that fire now, in order; each waits for the one
@@ -384,7 +462,8 @@ class Curriculum:
                         carried[name] = {k: result['regather'](v) if v.dim() else v
                                          for k, v in carried[name].items()}
             rebuild |= result.get('rebuild', False)
-            record = dict(iter=it, op=op['name'], value=op.get('value'), trigger=trigger)
+            record = dict(iter=it, op=op['name'], value=op.get('value'), trigger=trigger,
+                          **result.get('measured', {}))
             self.state['executed_ops'].append(record)
             self.state['last_op_iter'] = it
             fired.records.append(record)

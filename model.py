@@ -585,6 +585,31 @@ class Encoder(nn.Module):
         self.decoder.out_features = new_vocab_size
         self.config = new_config
 
+    @torch.no_grad()
+    def init_rows_from_pieces(self, ids: list[int], pieces: list[list[int]],
+                              mean_input: torch.Tensor | None = None,
+                              logits: torch.Tensor | None = None) -> None:
+        """Start tokens new to the model from the tokens their text splits into (Fast Vocabulary
+        Transfer): the input embedding of ids[i] (and its decoder row, when untied) becomes the
+        mean of the rows of pieces[i]; a token without pieces keeps its rows. With mean_input (the
+        decoder's mean input over masked positions) and logits, the decoder bias of ids[i] is set
+        so that its logit at mean_input is logits[i]: the caller decides how much probability
+        the new tokens take, and they keep it on average over positions."""
+        lengths = torch.tensor([len(p) for p in pieces])
+        has = lengths > 0
+        rows = torch.tensor(ids, dtype=torch.long)
+        flat = torch.tensor([t for p in pieces for t in p], dtype=torch.long)
+        owner = torch.repeat_interleave(torch.arange(len(ids)), lengths)
+        matrices = {id(w): w for w in (self.model.tok_embeddings.weight, self.decoder.weight)}
+        for w in matrices.values():
+            sums = torch.zeros(len(ids), w.shape[1], dtype=torch.float64)
+            sums.index_add_(0, owner, w[flat.to(w.device)].double().cpu())
+            mean = sums[has] / lengths[has, None]
+            w[rows[has].to(w.device)] = mean.to(w)
+        if mean_input is not None and self.decoder.bias is not None:
+            w = self.decoder.weight[rows.to(self.decoder.weight.device)]
+            self.decoder.bias[rows.to(w.device)] = (logits.to(w) - w @ mean_input.to(w))
+
     def set_embedding_finetune_mode(self, enabled: bool) -> None:
         """enabled: only the token embedding and the decoder (weight, bias) train; False: everything
         trains."""

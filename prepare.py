@@ -66,7 +66,8 @@ from configurator import check_choices, configure
 from data import (SAMPLE_BY, SHAKESPEARE_HELD_OUT, documents, shakespeare_sections,
                   shakespeare_split_rule, shard_names, shard_paths, split_documents, token_dtype)
 from errors import fail, first_line
-from tokenizer import TOKENIZER_MODELS, Tokenizer, load_tokenizer, train_tokenizer
+from tokenizer import (TOKENIZER_MODELS, Tokenizer, load_tokenizer, token_pieces,
+                       train_tokenizer)
 
 FORMAT_VERSION = 3  # part of the fingerprint: bump it when the output format changes so old outputs
 #                     are rebuilt
@@ -287,6 +288,11 @@ def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
     full_to_shrunk[specials + frequent] = torch.tensor(list(range(rare_id))
                                                        + list(range(rare_id + 1, k)))
     core = specials + frequent
+    # what a grow with init 'pieces' starts the rare tokens from: their text in frequent tokens
+    rare = sorted(ranked[k - rare_id - 1:].tolist())  # by id: the table below is indexed by id
+    pieces = token_pieces(tok.hf_tokenizer(), rare, frequent)
+    lengths = torch.zeros(tok.vocab_size + 1, dtype=torch.long)
+    lengths[torch.tensor(rare, dtype=torch.long) + 1] = torch.tensor([len(p) for p in pieces])
     return {
         'full_to_shrunk': full_to_shrunk, 'shrunk_to_full': shrunk_to_full, 'rare_id': rare_id,
         'vocab_size': tok.vocab_size, 'shrunk_vocab_size': k,
@@ -294,6 +300,10 @@ def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
         'full_special_ids': tok.special_id_map,
         'special_token_ids': list(range(rare_id)),
         'coverage': float(counts[core].sum() / counts.sum()),
+        'counts': torch.as_tensor(counts, dtype=torch.long),
+        # the pieces of full id t: piece_ids[piece_offsets[t]:piece_offsets[t + 1]]
+        'piece_offsets': lengths.cumsum(0),
+        'piece_ids': torch.tensor([t for p in pieces for t in p], dtype=torch.int32),
     }
 
 

@@ -356,3 +356,34 @@ def load_recorded_tokenizer(record: dict | None, owner: str) -> Tokenizer:
     it."""
     tok = recorded_hf_tokenizer(record, owner)  # stops first when there is no record
     return _from_hf(record['name'], tok)
+
+
+def token_pieces(tok, ids: list[int], active: list[int]) -> list[list[int]]:
+    """Each token of ids as the tokens of `active` its text splits into, longest match first from
+    the left (WordPiece's rule; for byte-level BPE the pieces' symbols spell the token's), or []
+    when some of its text has no active token. tok: a transformers tokenizer. This is how a token
+    new to a model starts from what the model knows (Fast Vocabulary Transfer, Gee et al. 2022)."""
+    backend = getattr(tok, 'backend_tokenizer', None)
+    model = json.loads(backend.to_str())['model'] if backend else {}
+    # WordPiece marks a piece inside a word: "playing" -> "play", "##ing"
+    wordpiece = model.get('type') == 'WordPiece'
+    prefix = model.get('continuing_subword_prefix', '##') if wordpiece else ''
+    text = tok.convert_ids_to_tokens(list(range(len(tok))))
+    lookup = {text[i]: i for i in active}
+    longest = max(map(len, lookup), default=0)
+
+    def split(s: str) -> list[int]:
+        pieces, rest = [], s
+        while rest:
+            head = prefix + rest if pieces else rest  # a piece after the first carries the prefix
+            skip = len(head) - len(rest)  # a match must take at least one character of rest
+            for n in range(min(len(head), longest), skip, -1):
+                if head[:n] in lookup:
+                    pieces.append(lookup[head[:n]])
+                    rest = rest[n - skip:]
+                    break
+            else:
+                return []
+        return pieces
+
+    return [split(text[i]) for i in ids]

@@ -23,8 +23,8 @@ from data import load_counts, load_dataset, shard_paths
 from distill import HIDDEN_LOSSES, Teacher, check_distill_settings, check_same_teacher
 from distributed import StopSignal, all_reduce, check_shared_folder, setup, shutdown
 from errors import fail
-from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, SparseHeadRows, evaluate,
-                 masked_batch, micro_batch_loss, seed_for, unigram_logits)
+from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, SparseHeadRows, evaluate, micro_batch_loss,
+                 seed_for, unigram_logits)
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX
 from optim import LR_SCHEDULES, NonFiniteGuard, OptimizerSettings, scheduled_lr, set_lr
 from runlog import RunLog, StepClock
@@ -177,7 +177,8 @@ meta = load_dataset(data_dir, longest_block, prepare_hint)  # stops with one lin
 shards = {split: shard_paths(data_dir, split, meta) for split in ('train', 'val')}
 remap, rare_id = None, None
 if vocab_remapping_file is not None:
-    remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, rare_token_id)
+    remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, rare_token_id,
+                           schedule)
     rare_id = remap['rare_id']
 elif shrunken_vocab_size is not None:
     fail('shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)')
@@ -190,31 +191,24 @@ progress = dict(NEW_PROGRESS)  # the run's counters (checkpointed): tokens, time
 budget = TimeBudget(max_iters, time_budget, progress, device, inject_step_seconds)
 curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, learning_rate,
                         mask_rate, device, seed, ckpt_path, budget,
+                        dict(shards=shards, probs=(mask_token_prob, random_token_prob),
+                             pack_documents=pack_documents),
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
 eval_rate = mask_rate if eval_mask_rate is None else eval_mask_rate
 
 
-def get_batch(split: str, rate: float, *key: int) -> tuple:
-    """The micro-batch identified by key (mlm.masked_batch), in the step's shape and token space."""
-    mapping, space = curriculum.space()
-    shape = state['batch_size'], state['block_size']
-    return masked_batch(shards[split], meta, shape, space, mapping, rate,
-                        (mask_token_prob, random_token_prob), seed_for(seed, *key), device,
-                        pack_documents)
-
-
 def step_batches(it: int) -> list:
     """This rank's micro-batches of iteration it; global micro-batch g is the same whatever the
     number of ranks."""
     micro_steps = state['gradient_accumulation_steps'] // world_size
-    return [get_batch('train', state['mask_rate'], TRAIN_BATCHES, it, rank * micro_steps + m)
+    return [curriculum.batch('train', state['mask_rate'], TRAIN_BATCHES, it, rank * micro_steps + m)
             for m in range(micro_steps)]
 
 
 def eval_batch(split: str, k: int) -> tuple:
-    return get_batch(split, eval_rate, EVAL_BATCHES, ('train', 'val').index(split), k)
+    return curriculum.batch(split, eval_rate, EVAL_BATCHES, ('train', 'val').index(split), k)
 
 
 # the model: from scratch, a checkpoint, a Hugging Face model, or this run's (checkpoint.py) -------

@@ -16,7 +16,7 @@ from optim import load_state_by_name, scheduled_lr
 # the demo curriculum (config/shrink_vocab_demo.py) on a 512-token vocabulary, compressed into 10
 # iterations
 CURRICULUM = [
-    {'name': 'resize_vocabulary', 'value': [None, 0.01], 'at_iter': 4},
+    {'name': 'resize_vocabulary', 'value': [None, 0.01, 'pieces'], 'at_iter': 4},
     {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0},
     {'name': 'set_embedding_finetune_mode', 'value': True, 'max_wait_iters': 0},
     {'name': 'set_embedding_finetune_mode', 'value': False, 'at_iter': 7},
@@ -51,6 +51,9 @@ def test_demo_curriculum_end_to_end(data_root, curriculum_run):
                    (4, 'set_embedding_finetune_mode', 'max_wait_iters'),
                    (7, 'set_embedding_finetune_mode', 'at_iter'),
                    (9, 'set_mask_rate', 'trigger_loss')]
+    # how far the grow from pieces moved the predictions (RARE's share folded back), logged with it
+    (resize,) = [m for m in records if m.get('op') == 'resize_vocabulary']
+    assert 0 < resize['fold_kl'] < 5
     evals = {m['iter']: m for m in records if 'val_loss' in m}
     assert 0 < evals[3]['val_rare_frac'] < 0.5 and 'val_core_acc' in evals[3]  # shrunken phase
     assert 'val_rare_frac' not in evals[6]  # full vocabulary
@@ -105,6 +108,17 @@ def test_resize_gathers_rows_and_keeps_core_moments_exactly(curriculum_run, data
     core = full_to_shrunk != remap['rare_id']
     emb = 'model.embeddings.tok_embeddings.weight'
     assert torch.equal(after['model'][emb][core], before['model'][emb][full_to_shrunk[core]])
+    # the tokens RARE stood for start from the mean of their pieces' rows ('pieces'), those
+    # without pieces from RARE's row plus noise
+    offsets, flat = remap['piece_offsets'], remap['piece_ids'].long()
+    old_rows, new_rows = before['model'][emb], after['model'][emb]
+    with_pieces = 0
+    for t in (~core).nonzero().flatten().tolist()[::50]:
+        pieces = full_to_shrunk[flat[offsets[t]:offsets[t + 1]]]
+        expected = old_rows[pieces].mean(0) if len(pieces) else old_rows[remap['rare_id']]
+        assert (new_rows[t] - expected).abs().max() < (1e-6 if len(pieces) else 0.1)
+        with_pieces += len(pieces) > 0
+    assert with_pieces > 500
     old, new = named_state(before), named_state(after)
     for key in ('exp_avg', 'exp_avg_sq'):
         assert torch.equal(new[emb][key][core], old[emb][key][full_to_shrunk[core]])
@@ -200,6 +214,9 @@ BAD_SCHEDULES = {
     'never grows': ([{'name': 'set_lr', 'value': 1e-4, 'at_iter': 2},
                      {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}],
                     'add the missing resize_vocabulary'),
+    'an unknown init': ([{'name': 'resize_vocabulary', 'value': [None, 0.0, 'mean'], 'at_iter': 2},
+                         {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}],
+                        "or [..., 'rare' | 'pieces']"),
     'a fraction without a budget': ([{'name': 'set_lr', 'value': 1e-4, 'at_fraction': 0.5}],
                                     'at_fraction is a share of time_budget; set --time_budget'),
     'a fraction past the end': ([{'name': 'set_lr', 'value': 1e-4, 'at_fraction': 1.5}],
@@ -223,6 +240,17 @@ def test_schedule_validation(case, data_root, tmp_path):
     assert len(message.splitlines()) == 1 and message.startswith('train.py: schedule:') and \
         expected in message
     assert not (tmp_path / 'out').exists()
+
+
+def test_a_pieces_grow_needs_a_remapping_file_with_pieces(data_root, tmp_path):
+    remap = torch.load(f'{data_root}/shakespeare/vocab_512.pt', weights_only=True)
+    del remap['piece_ids']  # as an older prepare.py wrote it
+    torch.save(remap, tmp_path / 'vocab_512.pt')
+    args = [*curriculum_args(data_root, tmp_path),
+            f"--vocab_remapping_file={tmp_path / 'vocab_512.pt'}"]
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out', *args))
+    assert len(message.splitlines()) == 1 and "holds no pieces for resize_vocabulary's" in message
+    assert message.endswith('--shrink_vocab=512 --force')
 
 
 def test_a_time_budget_of_nothing_is_refused(data_root, tmp_path):
@@ -293,6 +321,10 @@ def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_pat
     predicted = before['val_loss'] + before['val_rare_frac'] * math.log(group)
     assert after['val_loss'] == pytest.approx(predicted, abs=1e-4)
     assert after['val_acc'] <= before['val_acc']  # a RARE hit is no full-token hit
+    # the grow's own measure: the grown model's probabilities folded back into RARE are the
+    # shrunken model's
+    (resize,) = [m for m in read_metrics(tmp_path / 'out') if m.get('op') == 'resize_vocabulary']
+    assert 0 <= resize['fold_kl'] < 1e-6
 
 
 def test_a_failing_operation_stops_once_and_keeps_the_checkpoint_before_it(data_root, tmp_path):

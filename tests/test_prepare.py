@@ -25,7 +25,7 @@ from conftest import MODERNBERT_IDS, shakespeare_texts
 from data import (MAX_DOCUMENT_CHARS, documents, shakespeare_sections, shard_paths,
                   split_documents, work_sections)
 from tokenizer import (GPT2_FILES, SPECIAL_NAMES, gpt2_hf_tokenizer, load_tokenizer,
-                       tokenizer_fingerprint)
+                       token_pieces, tokenizer_fingerprint)
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SPECIALS = list(range(50256, 50262))  # <|endoftext|> [CLS] [SEP] [MASK] [PAD] [UNK]
@@ -146,6 +146,30 @@ def test_shrunk_vocabularies_nest(shakespeare):
     assert small['coverage'] < big['coverage'] < 1
 
 
+def test_rare_tokens_split_into_frequent_pieces(shakespeare, gpt2):
+    """vocab_K.pt holds, for each token the shrunken vocabulary leaves out, the frequent tokens its
+    text splits into (what resize_vocabulary's 'pieces' init starts it from); a token with some
+    text no frequent token spells has none."""
+    remap = torch.load(shakespeare / 'vocab_2048.pt', weights_only=True)
+    offsets, flat = remap['piece_offsets'], remap['piece_ids']
+    frequent = set(remap['shrunk_to_full'][remap['rare_id'] + 1:].tolist())
+    rare = (remap['full_to_shrunk'] == remap['rare_id']).nonzero().flatten().tolist()
+    split, empty = 0, 0
+    for t in range(remap['vocab_size']):
+        pieces = flat[offsets[t]:offsets[t + 1]].tolist()
+        if t not in rare or t >= 50256:  # kept, special or padding: nothing to split
+            assert pieces == []
+        elif pieces:
+            split += 1
+            assert set(pieces) <= frequent and len(pieces) >= 2
+            assert gpt2.decode(pieces) == gpt2.decode([t])  # they spell the token
+        else:  # some byte of it is no frequent token: "#" never occurs in Shakespeare
+            empty += 1
+    assert split > 40000 and 0 < empty < 5000 and gpt2.encode_ordinary('#')[0] in rare
+    assert remap['counts'].sum() == sum(np.fromfile(shakespeare / 'train.bin', dtype=np.uint16)
+                                        .shape)
+
+
 def test_shrink_ties_break_by_lower_id(gpt2):
     counts = np.zeros(50368, dtype=np.int64)
     counts[[30, 10, 20, 5]] = 5
@@ -251,6 +275,16 @@ def test_hf_tokenizer_path(tmp_path):
     assert tok.decode(tok.encode('to be or not to be')) == 'to be or not to be'
     remap = torch.load(out / 'vocab_300.pt', weights_only=True)
     assert remap['rare_id'] == 5 and remap['special_token_ids'] == [0, 1, 2, 3, 4]
+    # a word's pieces in the shrunken vocabulary are WordPiece's: "##" marks all but the first
+    frequent = remap['shrunk_to_full'][6:].tolist()
+    rare = [t for t in range(1000) if remap['full_to_shrunk'][t] == 5 and t not in ids.values()]
+    names = wordpiece.id_to_token
+    split = [(t, p) for t, p in zip(rare, token_pieces(tok.hf_tokenizer(), rare, frequent)) if p]
+    assert len(split) > len(rare) / 2
+    for t, pieces in split:
+        assert set(pieces) <= set(frequent)
+        spelled = names(pieces[0]) + ''.join(names(p).removeprefix('##') for p in pieces[1:])
+        assert spelled == names(t) and all(names(p).startswith('##') for p in pieces[1:])
 
 
 def test_uint32_path(tmp_path):

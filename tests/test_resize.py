@@ -116,6 +116,37 @@ def test_append_resize(arch):
     assert (new.decoder.weight is new.model.tok_embeddings.weight) == (arch == 'modernbert')
 
 
+@pytest.mark.parametrize('arch', ['modernbert', 'neobert'])
+def test_rows_from_pieces_are_the_mean_of_their_pieces(arch):
+    """A grown token starts from the mean of its pieces' rows (the embedding, and the decoder row
+    when untied); one without pieces keeps RARE's rows; the decoder bias puts its logit at the
+    decoder's mean input where it is asked."""
+    model = shrunk_model(arch)
+    f2s = shrink_mapping()
+    model.resize_vocabulary(FULL_V, RARE, noise_std=0.0, full_to_shrunk=f2s)
+    before = {n: p.clone() for n, p in model.named_parameters()}
+    rare = (f2s == RARE).nonzero().flatten().tolist()
+    pieces = [[FREQUENT[i % 7], FREQUENT[(i + 3) % 7]] if i % 4 else [] for i in range(len(rare))]
+    pieces[1] = [FREQUENT[2]] * 3 + [FREQUENT[5]]  # a piece twice counts twice
+    mean_input = torch.randn(32)
+    logits = torch.linspace(-3.0, -1.0, len(rare))
+    model.init_rows_from_pieces(rare, pieces, mean_input, logits)
+    rows = [model.model.tok_embeddings.weight]
+    if arch == 'neobert':
+        rows.append(model.decoder.weight)
+    for w in rows:
+        old = before[next(n for n, p in model.named_parameters() if p is w)]
+        for t, p in zip(rare, pieces):
+            expected = old[p].mean(0) if p else old[t]
+            assert torch.allclose(w[t], expected, atol=1e-6)
+        others = [t for t in range(FULL_V) if t not in rare]
+        assert torch.equal(w[others], old[others])
+    with torch.no_grad():
+        at_mean = model.decoder(mean_input)
+    assert torch.allclose(at_mean[rare], logits, atol=1e-5)
+    assert torch.equal(model.decoder.bias[f2s != RARE], before['decoder.bias'][f2s != RARE])
+
+
 def test_tied_decoder_stays_tied_through_training():
     m = shrunk_model('modernbert')
     m.resize_vocabulary(FULL_V, RARE, noise_std=0.01, full_to_shrunk=shrink_mapping())
