@@ -162,7 +162,7 @@ def log_probs(model: Encoder, batch: tuple, mapping: torch.Tensor | None
     model.eval()
     logits, _, hidden = model(x, labels=y, document_ids=documents, return_hidden=True)
     model.train(training)
-    return logits.float().log_softmax(-1), model.head(hidden).float()
+    return logits.double().log_softmax(-1), model.head(hidden).float()
 
 
 def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor) -> float:
@@ -170,8 +170,9 @@ def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor
     for summed back into RARE, per masked token of batches: 0 for a function-preserving grow."""
     total, rows = 0.0, 0
     for batch, p in zip(batches, before):
+        # float64 (log_probs): RARE's share sums some 46,000 probabilities
         q = log_probs(model, batch, None)[0].exp()
-        folded = torch.zeros_like(p).index_add_(1, mapping, q).clamp(min=1e-30).log()
+        folded = torch.zeros_like(p).index_add_(1, mapping, q).clamp(min=1e-300).log()
         total += float((p.exp() * (p - folded)).sum())
         rows += len(p)
     return total / max(rows, 1)

@@ -118,7 +118,7 @@ def test_resize_gathers_rows_and_keeps_core_moments_exactly(curriculum_run, data
         expected = old_rows[pieces].mean(0) if len(pieces) else old_rows[remap['rare_id']]
         assert (new_rows[t] - expected).abs().max() < (1e-6 if len(pieces) else 0.1)
         with_pieces += len(pieces) > 0
-    assert with_pieces > 500
+    assert with_pieces > 100
     old, new = named_state(before), named_state(after)
     for key in ('exp_avg', 'exp_avg_sq'):
         assert torch.equal(new[emb][key][core], old[emb][key][full_to_shrunk[core]])
@@ -324,7 +324,7 @@ def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_pat
     # the grow's own measure: the grown model's probabilities folded back into RARE are the
     # shrunken model's
     (resize,) = [m for m in read_metrics(tmp_path / 'out') if m.get('op') == 'resize_vocabulary']
-    assert 0 <= resize['fold_kl'] < 1e-6
+    assert abs(resize['fold_kl']) < 1e-9
 
 
 def test_a_failing_operation_stops_once_and_keeps_the_checkpoint_before_it(data_root, tmp_path):
