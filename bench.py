@@ -52,6 +52,8 @@ from optim import configure_optimizers, step_unless
 SHAPES = {
     'tiny': dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=2,
                  intermediate_size=128),  # smoke tests
+    'demo': dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                 intermediate_size=256, local_attention=64),  # config/demo_cpu.py
     'small': dict(hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
                   intermediate_size=768),
     'base': dict(hidden_size=768, num_hidden_layers=22, num_attention_heads=12,

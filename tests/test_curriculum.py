@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from checkpoint import load_checkpoint
-from conftest import assert_same_weights, losses, read_metrics, stop_in_process, train, train_args
+from conftest import (assert_same_weights, losses, read_metrics, run_script, stop_in_process, train,
+                      train_args)
 from fill_mask import MaskFiller
 from optim import load_state_by_name, scheduled_lr
 
@@ -413,3 +414,21 @@ def test_carried_optimizer_state_goes_to_each_parameter_device_step_included():
     for p in device.parameters():
         assert {k: v.device.type for k, v in capturable.state[p].items()} == \
             dict.fromkeys(named['weight'], 'meta')
+
+
+def test_the_five_minute_curriculum_config_grows_from_pieces_at_its_fraction(data_root, tmp_path):
+    """config/demo_curriculum_cpu.py on an injected clock: 12 s at 1 s an iteration, the grow at 70%
+    of it."""
+    out = tmp_path / 'out'
+    run_script('train.py', 'config/demo_curriculum_cpu.py', f'--data_root={data_root}',
+               f'--out_dir={out}', f'--vocab_remapping_file={data_root}/shakespeare/vocab_4096.pt',
+               '--time_budget=12', '--inject_step_seconds=1', '--log_interval=1',
+               '--eval_interval=6', '--eval_iters=2')
+    records = read_metrics(out)
+    ops = [(m['iter'], m['op'], m['trigger']) for m in records if 'op' in m]
+    assert ops == [(9, 'resize_vocabulary', 'at_fraction'),
+                   (9, 'disable_vocab_remapping', 'max_wait_iters')]
+    (resize,) = [m for m in records if m.get('op') == 'resize_vocabulary']
+    assert resize['value'] == [None, 0.0, 'pieces'] and resize['fold_kl'] > 0
+    ckpt = load_checkpoint(str(out / 'ckpt.pt'))
+    assert ckpt['iter_num'] == 12 and ckpt['model_args']['vocab_size'] == 50368
