@@ -132,7 +132,8 @@ def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> d
     size = cur.full_space.size
     held_out = [cur.batch('val', cur.state['mask_rate'], EVAL_BATCHES, 1, k, full=True)
                 for k in range(PROBE_BATCHES)]
-    before = [log_probs(model, b, mapping)[0] for b in held_out] if shrunken else None
+    before = ([log_probs(model, decoder_inputs(model, b, mapping)) for b in held_out] if shrunken
+              else None)
     if init == 'pieces':
         group, pieces, logits, mean_input = piece_targets(cur, model, source_token_id)
     model.resize_vocabulary(size, source_token_id, noise_std, full_to_shrunk=mapping)
@@ -148,21 +149,29 @@ def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> d
 
 
 PROBE_BATCHES = 2  # evaluation batches a resize reads: the decoder's mean input, the KL it causes
+PROBE_ROWS = 1024  # masked positions read of each: a full-vocabulary softmax in float64 per row
 
 
 @torch.no_grad()
-def log_probs(model: Encoder, batch: tuple, mapping: torch.Tensor | None
-              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The model's log-probabilities [rows, vocab] at the masked positions of a full-space batch
-    (seen through mapping, when the model is shrunken), and the decoder's inputs there."""
+def decoder_inputs(model: Encoder, batch: tuple, mapping: torch.Tensor | None) -> torch.Tensor:
+    """What the decoder reads [rows, hidden] at the first PROBE_ROWS masked positions of a
+    full-space batch (seen through mapping, when the model is shrunken)."""
     x, y, documents = batch
-    if mapping is not None:
-        x, y = mapping[x], torch.where(y == IGNORE_INDEX, y, mapping[y.clamp(min=0)])
+    rows = (y.reshape(-1) != IGNORE_INDEX).nonzero().flatten()[:PROBE_ROWS]
+    if not len(rows):
+        raise ValueError('the probe batches have no masked positions: raise batch_size, '
+                         'block_size or mask_rate')
     training = model.training
     model.eval()
-    logits, _, hidden = model(x, labels=y, document_ids=documents, return_hidden=True)
+    inputs = model.head(model.encode(x if mapping is None else mapping[x], None, documents, rows))
     model.train(training)
-    return logits.double().log_softmax(-1), model.head(hidden).float()
+    return inputs
+
+
+@torch.no_grad()
+def log_probs(model: Encoder, inputs: torch.Tensor) -> torch.Tensor:
+    """The decoder's log-probabilities in float64: RARE's share sums some 46,000 of them."""
+    return model.decoder(inputs).double().log_softmax(-1)
 
 
 def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor) -> float:
@@ -170,31 +179,42 @@ def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor
     for summed back into RARE, per masked token of batches: 0 for a function-preserving grow."""
     total, rows = 0.0, 0
     for batch, p in zip(batches, before):
-        # float64 (log_probs): RARE's share sums some 46,000 probabilities
-        q = log_probs(model, batch, None)[0].exp()
+        q = log_probs(model, decoder_inputs(model, batch, None)).exp()
         folded = torch.zeros_like(p).index_add_(1, mapping, q).clamp(min=1e-300).log()
         total += float((p.exp() * (p - folded)).sum())
         rows += len(p)
-    return total / max(rows, 1)
+    return total / rows
 
 
+@torch.no_grad()
 def piece_targets(cur: 'Curriculum', model: Encoder, rare: int) -> tuple:
     """What init_rows_from_pieces needs to grow the shrunken model: the full ids RARE stands for,
     their pieces, and their logits at the decoder's mean input (read on training batches): RARE's
-    logit there, shared by the counts of the tokens (add-one), so that on average over positions
-    the group takes the probability RARE had."""
+    logit there plus the log of each token's share of the group, so that on average over
+    positions the group takes the probability RARE had. The shares are the train counts, with the
+    Good-Turing estimate for the tokens train never holds: together they take the share of those
+    it holds once."""
+    if model.decoder.bias is None:
+        raise ValueError("the 'pieces' init sets the decoder bias and this model has none; use "
+                         "'rare'")
     remap = cur.remap
     group = (cur.full_to_shrunk == rare).nonzero().flatten().cpu()
     offsets, flat = remap['piece_offsets'], remap['piece_ids'].long()
     pieces = [flat[offsets[t]:offsets[t + 1]].tolist() for t in group.tolist()]
     batches = [cur.batch('train', cur.state['mask_rate'], EVAL_BATCHES, 0, k, full=True)
                for k in range(PROBE_BATCHES)]
-    mean_input = torch.cat([log_probs(model, b, cur.full_to_shrunk)[1] for b in batches]).mean(0)
-    anchor = model.decoder.weight[rare] @ mean_input.to(model.decoder.weight)
-    if model.decoder.bias is not None:
-        anchor = anchor + model.decoder.bias[rare]
-    counts = remap['counts'][group].double() + 1
-    return group.tolist(), pieces, anchor.cpu() + (counts / counts.sum()).log(), mean_input
+    mean_input = torch.cat([decoder_inputs(model, b, cur.full_to_shrunk) for b in batches]).mean(0)
+    anchor = (model.decoder.weight[rare].double() @ mean_input.double()
+              + model.decoder.bias[rare].double()).cpu()
+    counts = remap['counts'][group].double()
+    unseen = counts == 0
+    if counts.sum() == 0:  # nothing to go by: an even split
+        share = torch.full_like(counts, 1 / len(counts))
+    else:
+        unseen_share = float((counts == 1).sum() / counts.sum()) if unseen.any() else 0.0
+        share = torch.where(unseen, unseen_share / unseen.sum().clamp(min=1),
+                            (1 - unseen_share) * counts / counts.sum())
+    return group.tolist(), pieces, anchor + share.clamp(min=1e-30).log(), mean_input
 
 
 def op_set_embedding_finetune_mode(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:

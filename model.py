@@ -595,7 +595,7 @@ class Encoder(nn.Module):
         decoder's mean input over masked positions) and logits, the decoder bias of ids[i] is set
         so that its logit at mean_input is logits[i]: the caller decides how much probability
         the new tokens take, and they keep it on average over positions."""
-        lengths = torch.tensor([len(p) for p in pieces])
+        lengths = torch.tensor([len(p) for p in pieces], dtype=torch.long)
         has = lengths > 0
         rows = torch.tensor(ids, dtype=torch.long)
         flat = torch.tensor([t for p in pieces for t in p], dtype=torch.long)
@@ -606,9 +606,11 @@ class Encoder(nn.Module):
             sums.index_add_(0, owner, w[flat.to(w.device)].double().cpu())
             mean = sums[has] / lengths[has, None]
             w[rows[has].to(w.device)] = mean.to(w)
-        if mean_input is not None and self.decoder.bias is not None:
-            w = self.decoder.weight[rows.to(self.decoder.weight.device)]
-            self.decoder.bias[rows.to(w.device)] = (logits.to(w) - w @ mean_input.to(w))
+        if mean_input is not None and self.decoder.bias is not None:  # in float64: logits of
+            # about -20 keep their probabilities to a few parts per million
+            w = self.decoder.weight[rows.to(self.decoder.weight.device)].double()
+            bias = logits.to(w) - w @ mean_input.to(w)
+            self.decoder.bias[rows.to(w.device)] = bias.to(self.decoder.bias)
 
     def set_embedding_finetune_mode(self, enabled: bool) -> None:
         """enabled: only the token embedding and the decoder (weight, bias) train; False: everything

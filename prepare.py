@@ -292,7 +292,8 @@ def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
     rare = sorted(ranked[k - rare_id - 1:].tolist())  # by id: the table below is indexed by id
     pieces = token_pieces(tok.hf_tokenizer(), rare, frequent)
     lengths = torch.zeros(tok.vocab_size + 1, dtype=torch.long)
-    lengths[torch.tensor(rare, dtype=torch.long) + 1] = torch.tensor([len(p) for p in pieces])
+    lengths[torch.tensor(rare, dtype=torch.long) + 1] = torch.tensor([len(p) for p in pieces],
+                                                                     dtype=torch.long)
     return {
         'full_to_shrunk': full_to_shrunk, 'shrunk_to_full': shrunk_to_full, 'rare_id': rare_id,
         'vocab_size': tok.vocab_size, 'shrunk_vocab_size': k,

@@ -368,8 +368,9 @@ def token_pieces(tok, ids: list[int], active: list[int]) -> list[list[int]]:
     # WordPiece marks a piece inside a word: "playing" -> "play", "##ing"
     wordpiece = model.get('type') == 'WordPiece'
     prefix = model.get('continuing_subword_prefix', '##') if wordpiece else ''
-    text = tok.convert_ids_to_tokens(list(range(len(tok))))
-    lookup = {text[i]: i for i in active}
+    needed = sorted(set(ids) | set(active))
+    text = dict(zip(needed, tok.convert_ids_to_tokens(needed)))  # None: an id with no token
+    lookup = {text[i]: i for i in active if text[i]}
     longest = max(map(len, lookup), default=0)
 
     def split(s: str) -> list[int]:
@@ -386,4 +387,4 @@ def token_pieces(tok, ids: list[int], active: list[int]) -> list[list[int]]:
                 return []
         return pieces
 
-    return [split(text[i]) for i in ids]
+    return [split(text[i]) if text[i] else [] for i in ids]
