@@ -182,8 +182,8 @@ def test_attention_alone_dense_window_against_blocks(tmp_path, capsys):
 
 @pytest.mark.parametrize('args, message', [
     (['--block_sizes=512,x'], '--block_sizes=512,x must be a comma list of positive integers'),
-    (['--shapes=huge'], '--shapes=huge: each must be one of tiny, small, base'),
-    (['--teacher=huge'], '--teacher=huge must be one of tiny, small, base'),
+    (['--shapes=huge'], '--shapes=huge: each must be one of tiny, demo, small, base'),
+    (['--teacher=huge'], '--teacher=huge must be one of tiny, demo, small, base'),
     (['--hf=fastest'], '--hf=fastest must be all, best or none'),
     (['--attns=flex'], '--attns=flex: each must be sdpa (FlexAttention trains only on CUDA)'),
     (['--optimizer_name=sgd'], '--optimizer_name=sgd must be adamw or stable_adamw'),

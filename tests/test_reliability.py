@@ -69,6 +69,7 @@ def test_ddp_ranks_agree_on_a_time_budget(data_root, tmp_path):
     leave the other waiting in its all-reduce for ever)."""
     args = [*TINY, f'--data_root={data_root}', '--max_iters=100000', '--eval_interval=100000',
             '--time_budget=3', '--log_interval=2', '--decay_fraction=0.5',
+            '--gradient_accumulation_steps=2',
             f'--out_dir={tmp_path / "ddp"}']
     ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone',
                           '--nproc_per_node=2', 'train.py', *args],
