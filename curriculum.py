@@ -31,7 +31,8 @@ from optim import OptimizerSettings, carried_state, rebuild_optimizer
 class TimeBudget:
     """How far a run is: max_iters iterations, or with seconds a wall-clock budget that replaces
     them. What counts against a budget is training: the steps, and the operations (a resize, a
-    rebuilt optimizer, a recompile are what a curriculum costs); evaluation and saving do not, so
+    rebuilt optimizer, a recompile are what a curriculum costs, and so are the evaluation and save
+    right after an operation); the other evaluations and saves do not, so
     that how often a run measures itself does not change what it trains. The host runs ahead of
     the GPU between log points, so the time is read there (and before saving), after the waits, as
     the slowest rank's: every rank sees the same budget, and the learning rate and the end follow it
