@@ -111,7 +111,7 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
     if rare_token_id not in (None, remap['rare_id']):
         fail(f"rare_token_id={rare_token_id} but the remapping file's RARE slot is "
              f"{remap['rare_id']}")
-    grows_from_pieces = any(list(v[2:]) == ['pieces']
+    grows_from_pieces = any(resize_init(v) == 'pieces'
                             for v in scheduled_values(schedule, 'resize_vocabulary'))
     if grows_from_pieces and 'piece_ids' not in remap:
         fail(f"{path} holds no pieces for resize_vocabulary's 'pieces' init (an older "
@@ -126,7 +126,7 @@ def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> d
     """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is
     shrunken. The tokens RARE stood for start as RARE (init 'rare': with noise 0 the grown model
     computes what the shrunken one did) or from the pieces their text splits into ('pieces')."""
-    source_token_id, noise_std, init = (*value, 'rare')[:3]
+    source_token_id, noise_std, init = *value[:2], resize_init(value)
     source_token_id = cur.rare_token_id if source_token_id is None else source_token_id
     shrunken = cur.shrunk_space is not None and model.config.vocab_size == cur.shrunk_space.size
     mapping = cur.full_to_shrunk if shrunken else None
@@ -207,7 +207,7 @@ def piece_targets(cur: 'Curriculum', model: Encoder, rare: int) -> tuple:
     mean_input = torch.cat([decoder_inputs(model, b, cur.full_to_shrunk) for b in batches]).mean(0)
     anchor = (model.decoder.weight[rare].double() @ mean_input.double()
               + model.decoder.bias[rare].double()).cpu()
-    counts = remap['counts'][group].double()
+    counts = torch.as_tensor(cur.data['counts']())[group].double()
     unseen = counts == 0
     if counts.sum() == 0:  # nothing to go by: an even split
         share = torch.full_like(counts, 1 / len(counts))
@@ -258,11 +258,18 @@ def _is_count(v) -> bool:
 
 
 INITS = ('rare', 'pieces')  # how resize_vocabulary starts the tokens RARE stood for
+
+
+def resize_init(value: list) -> str:
+    """The init of a resize_vocabulary value: its third entry, 'rare' when it has two."""
+    return value[2] if len(value) > 2 else 'rare'
+
+
 # name: (function, check of the value, what the value must be)
 OPERATIONS = {
     'resize_vocabulary': (op_resize_vocabulary, lambda v: isinstance(v, (list, tuple))
                           and len(v) in (2, 3) and (v[0] is None or isinstance(v[0], int))
-                          and _is_number(v[1]) and v[1] >= 0 and (v[2:] or ['rare'])[0] in INITS,
+                          and _is_number(v[1]) and v[1] >= 0 and resize_init(v) in INITS,
                           "[source_token_id (None: RARE), noise_std] or [..., 'rare' | 'pieces']"),
     'set_embedding_finetune_mode': (op_set_embedding_finetune_mode, lambda v: isinstance(v, bool),
                                     'True or False'),
@@ -395,7 +402,9 @@ class Curriculum:
                  shape: dict | None = None):
         self.schedule = schedule
         self.meta, self.remap, self.device = meta, remap, device
-        self.data = data  # where batches come from: shards (per split), probs, pack_documents
+        # where batches come from: shards (per split), probs, pack_documents; and counts(), the
+        # train counts of every token (counts.npy)
+        self.data = data
         self.budget = budget  # where the run stands: at_fraction and reset_lr_schedule read it
         self.ckpt_path = ckpt_path  # named when an operation fails: it holds the state before it
         self.optimizer_settings = optimizer_settings  # what a rebuilt optimizer is

@@ -301,7 +301,6 @@ def shrink_vocab(counts: np.ndarray, tok: Tokenizer, k: int) -> dict:
         'full_special_ids': tok.special_id_map,
         'special_token_ids': list(range(rare_id)),
         'coverage': float(counts[core].sum() / counts.sum()),
-        'counts': torch.as_tensor(counts, dtype=torch.long),
         # the pieces of full id t: piece_ids[piece_offsets[t]:piece_offsets[t + 1]]
         'piece_offsets': lengths.cumsum(0),
         'piece_ids': torch.tensor([t for p in pieces for t in p], dtype=torch.int32),

@@ -192,7 +192,8 @@ budget = TimeBudget(max_iters, time_budget, progress, device, inject_step_second
 curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, learning_rate,
                         mask_rate, device, seed, ckpt_path, budget,
                         dict(shards=shards, probs=(mask_token_prob, random_token_prob),
-                             pack_documents=pack_documents),
+                             pack_documents=pack_documents,
+                             counts=lambda: load_counts(data_dir, meta, prepare_hint)),
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
@@ -222,7 +223,7 @@ start = run_start(start_from, auto, out_dir, overwrite, eval_only, log, config)
 def unigram_bias() -> torch.Tensor:
     """A new model's decoder bias: it starts out predicting the unigram distribution."""
     mapping, space = curriculum.space()
-    return unigram_logits(load_counts(data_dir, meta, prepare_hint), space, mapping)
+    return unigram_logits(curriculum.data['counts'](), space, mapping)
 
 
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run

@@ -75,13 +75,18 @@ def test_resume_straddling_each_operation_is_exact(curriculum_run, data_root, re
     """3: before the resize; 4: right after it; 6: in the finetune phase; 7: right after unfreezing;
     9: right after the loss-triggered operation."""
     tmp, args = curriculum_run
-    out = tmp / f'resume_{resume_at}'
+    assert_resumes_exactly(data_root, tmp / 'full', tmp / f'resume_{resume_at}', args, resume_at,
+                           10)
+
+
+def assert_resumes_exactly(data_root, run, out, args, resume_at: int, end: int) -> None:
+    """run's checkpoint of iteration resume_at, resumed in out, trains as run did until end."""
     out.mkdir()
-    shutil.copy(tmp / 'full' / f'ckpt_{resume_at:07d}.pt', out / 'ckpt.pt')
+    shutil.copy(run / f'ckpt_{resume_at:07d}.pt', out / 'ckpt.pt')
     train(data_root, out, *args, '--init_from=resume')
-    full, resumed = losses(tmp / 'full', resume_at), losses(out)
-    assert list(resumed) == list(range(resume_at, 10)) and resumed == full
-    assert_same_weights(tmp / 'full', out)
+    full, resumed = losses(run, resume_at), losses(out)
+    assert list(resumed) == list(range(resume_at, end)) and resumed == full
+    assert_same_weights(run, out)
 
 
 def named_state(ckpt: dict) -> dict:
@@ -296,13 +301,8 @@ def test_a_time_budget_ends_the_run_fires_by_fraction_and_resumes_exactly(data_r
     ckpt = load_checkpoint(str(tmp_path / 'full' / 'ckpt.pt'))
     assert ckpt['iter_num'] == 8 and ckpt['progress']['train_seconds'] == 16
     for resume_at in (3, 4):
-        out = tmp_path / f'resume_{resume_at}'
-        out.mkdir()
-        shutil.copy(tmp_path / 'full' / f'ckpt_{resume_at:07d}.pt', out / 'ckpt.pt')
-        train(data_root, out, *args, '--init_from=resume')
-        full, resumed = losses(tmp_path / 'full', resume_at), losses(out)
-        assert list(resumed) == list(range(resume_at, 8)) and resumed == full
-        assert_same_weights(tmp_path / 'full', out)
+        assert_resumes_exactly(data_root, tmp_path / 'full', tmp_path / f'resume_{resume_at}', args,
+                               resume_at, 8)
 
 
 def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_path):
