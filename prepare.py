@@ -42,6 +42,10 @@ Options (--key=value):
                   AutoTokenizer all read) and prepare with it
   --tokenizer_model  what --train_tokenizer trains: bpe (byte-level, ModernBERT's kind; default) or
                   wordpiece (lowercasing, BERT's and NeoBERT's kind)
+  --extend_tokenizer  N: learn N new tokens on the train documents by going on with the BPE merges
+                  of --tokenizer (a byte-level BPE: gpt2, modernbert, a trained one), save the
+                  extended tokenizer to <out_dir>/tokenizer (with each new token's pieces in the
+                  base, extension.json) and prepare with it; a model of the base grows into it
 """
 import contextlib
 import hashlib
@@ -54,6 +58,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Iterator
@@ -66,8 +71,9 @@ from configurator import check_choices, configure
 from data import (SAMPLE_BY, SHAKESPEARE_HELD_OUT, documents, shakespeare_sections,
                   shakespeare_split_rule, shard_names, shard_paths, split_documents, token_dtype)
 from errors import fail, first_line
-from tokenizer import (TOKENIZER_MODELS, Tokenizer, load_tokenizer, token_pieces,
-                       train_tokenizer)
+from tokenizer import (TOKENIZER_MODELS, Tokenizer, extend_bpe_tokenizer, learn_bpe_merges,
+                       load_tokenizer, require_byte_level_bpe, save_extended_tokenizer,
+                       token_pieces, train_tokenizer)
 
 FORMAT_VERSION = 3  # part of the fingerprint: bump it when the output format changes so old outputs
 #                     are rebuilt
@@ -127,37 +133,50 @@ def scan_corpus(cfg: dict) -> CorpusScan:
     return scan
 
 
-def trained_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray) -> str:
-    """The folder of the tokenizer --train_tokenizer asks for: trained on the train documents and
-    saved (atomically) to out_dir/tokenizer, or the one already there when it was trained on the
-    same documents with the same settings."""
+def made_tokenizer(cfg: dict, scan: CorpusScan, is_val: np.ndarray, base: Tokenizer | None) -> str:
+    """The folder of the tokenizer --train_tokenizer or --extend_tokenizer asks for: trained on the
+    train documents, or base extended with merges learned on them, saved (atomically) to
+    out_dir/tokenizer; or the one already there when it was made from the same documents with the
+    same settings."""
     folder = os.path.join(cfg['out_dir'], 'tokenizer')
-    record = {'size': cfg['train_tokenizer'], 'model': cfg['tokenizer_model'],
-              'documents': hashlib.sha256(scan.digests()[~is_val].tobytes()).hexdigest()}
+    documents = hashlib.sha256(scan.digests()[~is_val].tobytes()).hexdigest()
+    record = ({'size': cfg['train_tokenizer'], 'model': cfg['tokenizer_model']} if base is None
+              else {'extend': cfg['extend_tokenizer'], 'base': base.fingerprint}) | \
+        {'documents': documents}
     try:
         with open(os.path.join(folder, 'training.json')) as f:
             if json.load(f) == record and not cfg['force']:
-                print(f'{folder} was trained on these documents with these settings: reusing it')
+                print(f'{folder} was made from these documents with these settings: reusing it')
                 return folder
     except (OSError, ValueError):
         pass
     t0 = time.perf_counter()
     docs = (d for (_, d, _), held_out in zip(corpus(cfg), is_val) if not held_out)
-    tok = train_tokenizer(docs, cfg['train_tokenizer'], cfg['tokenizer_model'])
+    if base is None:
+        tok = train_tokenizer(docs, cfg['train_tokenizer'], cfg['tokenizer_model'])
+        save = tok.save_pretrained
+        unused = sum(bool(re.fullmatch(r'\[unused\d+\]', t)) for t in tok.get_vocab())
+        done = (f"trained a {cfg['tokenizer_model']} tokenizer of {len(tok):,} entries ({unused} "
+                'of them unused slots)')
+    else:
+        hf = base.hf_tokenizer()
+        new = learn_bpe_merges(hf, docs, cfg['extend_tokenizer'])  # stops here if too few
+        tok, ids = extend_bpe_tokenizer(hf, new)
+        save = partial(save_extended_tokenizer, ext=tok, ids=ids, base=hf, base_name=base.name)
+        done = (f'extended {base.name} by {len(new):,} BPE merges to {len(tok):,} ids (new ids '
+                f'{ids[0]}..{ids[-1]})')
     # the data made with the old tokenizer no longer match it: the folder stops looking prepared
     # until they do
     if os.path.exists(os.path.join(cfg['out_dir'], 'meta.json')):
         os.remove(os.path.join(cfg['out_dir'], 'meta.json'))
     tmp = _tmp(folder)
     shutil.rmtree(tmp, ignore_errors=True)
-    tok.save_pretrained(tmp)
+    save(tmp)
     with open(os.path.join(tmp, 'training.json'), 'w') as f:
         json.dump(record, f)
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
-    unused = sum(bool(re.fullmatch(r'\[unused\d+\]', t)) for t in tok.get_vocab())
-    print(f"trained a {cfg['tokenizer_model']} tokenizer of {len(tok):,} entries ({unused} of them "
-          f'unused slots) on {int((~is_val).sum())} train documents in '
+    print(f'{done} on {int((~is_val).sum())} train documents in '
           f'{time.perf_counter() - t0:.1f}s: {folder}')
     return folder
 
@@ -484,6 +503,7 @@ DEFAULTS = dict(
     #                     out_dir/tokenizer) and use it
     tokenizer_model='bpe',  # what --train_tokenizer trains: bpe (byte-level, as ModernBERT) |
     #                         wordpiece (as BERT)
+    extend_tokenizer=None,  # N > 0: add N tokens learned on the corpus to --tokenizer's BPE merges
 )
 
 
@@ -500,6 +520,13 @@ def parse_args(argv: list[str]) -> dict:
     if cfg['train_tokenizer'] and any(a.startswith('--tokenizer=') for a in argv):
         fail('give --train_tokenizer=K (train one on the corpus) or --tokenizer= (use one), '
              'not both')
+    if cfg['train_tokenizer'] and cfg['extend_tokenizer']:
+        fail('give --train_tokenizer=K (a new tokenizer) or --extend_tokenizer=N (more tokens for '
+             '--tokenizer), not both')
+    if cfg['extend_tokenizer'] is not None and not (isinstance(cfg['extend_tokenizer'], int) and
+                                                    cfg['extend_tokenizer'] > 0):
+        fail(f"--extend_tokenizer={cfg['extend_tokenizer']} must be a positive number of new "
+             'tokens, e.g. --extend_tokenizer=2000')
     if cfg['train_tokenizer'] and not 64 <= cfg['train_tokenizer'] <= 2 ** 20:
         fail(f"--train_tokenizer={cfg['train_tokenizer']} must be a vocabulary size from 64 to "
              f'1048576, e.g. 32768')
@@ -536,6 +563,9 @@ def main(argv: list[str] | None = None) -> int:
     # every check comes before the first write, so bad input leaves existing outputs untouched
     tok = (None if cfg['train_tokenizer']
            else checked_tokenizer(cfg['tokenizer'], cfg['shrink_vocab']))
+    base = tok if cfg['extend_tokenizer'] else None
+    if base:
+        require_byte_level_bpe(base.hf_tokenizer(), base.name)
     # the corpus is read as a stream, twice: once to split and fingerprint it, once to tokenize it
     # (and once more to train a tokenizer)
     scan = scan_corpus(cfg)
@@ -547,7 +577,8 @@ def main(argv: list[str] | None = None) -> int:
         split_rule = (f"by document: the max(1, round({cfg['val_fraction']} * documents)) "
                       'documents with the smallest sha256 of their UTF-8 text, and their copies, '
                       'are val, the rest train')
-    tok = tok or checked_tokenizer(trained_tokenizer(cfg, scan, is_val), cfg['shrink_vocab'])
+    if cfg['train_tokenizer'] or base:
+        tok = checked_tokenizer(made_tokenizer(cfg, scan, is_val, base), cfg['shrink_vocab'])
     # the mixture needs no entry: the weights show in the document hashes (copies, the documents
     # taken)
     settings = [FORMAT_VERSION, tok.name, tok.fingerprint, cfg['val_fraction']]
@@ -569,6 +600,8 @@ def main(argv: list[str] | None = None) -> int:
             'invalid_utf8_replaced': scan.replaced, 'fingerprint': fingerprint,
             'shard_tokens': cfg['shard_tokens'],
         }
+        if base:  # what a model of the base grows from
+            meta['tokenizer_base'] = {'name': base.name, 'fingerprint': base.fingerprint}
         counts = write_token_files(cfg, scan, is_val, tok, meta)
     else:
         print(f'{out} is up to date (fingerprint {fingerprint[:12]}): skipping tokenization; '

