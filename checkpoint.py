@@ -22,7 +22,7 @@ from distributed import fail_together
 from errors import fail, first_line
 from hf import hf_folder, load_pretrained
 from model import SPECIAL_IDS, Encoder, EncoderConfig
-from tokenizer import data_tokenizer, folder_tokenizer, require_same_tokenizer
+from tokenizer import data_tokenizer, folder_tokenizer, grows_into, require_same_tokenizer
 
 TMP_SUFFIX = '.tmp'
 
@@ -229,8 +229,9 @@ def load_start_checkpoint(path: str, resume: bool, meta: dict, arch: str,
     if resume and 'state' not in ckpt:
         fail(f'{path} is not a train.py checkpoint (a GUIDE student?); start from it with '
              f'--init_from={path} and another out_dir')
-    require_same_tokenizer(ckpt.get('tokenizer'), data_tokenizer(meta), path,
-                           f"the data ({meta['dataset']})")
+    if resume or not grows_into(ckpt.get('tokenizer'), meta):
+        require_same_tokenizer(ckpt.get('tokenizer'), data_tokenizer(meta), path,
+                               f"the data ({meta['dataset']})")
     if ckpt['model_args']['arch'] != arch:
         fail(f"{path} holds a {ckpt['model_args']['arch']} model but arch='{arch}'; pass --arch="
              f"{ckpt['model_args']['arch']}")
@@ -338,12 +339,14 @@ NEW_PROGRESS = dict(
 
 def start_model(start: str, ckpt_path: str, meta: dict, config: dict,
                 scratch_vocab: tuple[dict, int], decoder_bias: Callable[[], torch.Tensor] | None,
-                same_run: bool) -> tuple[Encoder, dict | None, list]:
+                same_run: bool, grow: Callable[[Encoder], None]
+                ) -> tuple[Encoder, dict | None, list]:
     """The model a train.py run starts from (run_start's start), the checkpoint it comes from (None
     from scratch or a Hugging Face model) and its data history with this run's data last.
     scratch_vocab: the special ids and size of the token space a new model starts in;
     decoder_bias: makes its initial decoder bias (None: zeros); same_run: the checkpoint must be
-    this run's ('auto')."""
+    this run's ('auto'); grow: grows a model of the tokenizer the data's extends into the data's
+    (prepare.py --extend_tokenizer), when a new run starts from one."""
     this_data = data_record(meta)
     if start == 'scratch':
         model = Encoder(scratch_config(config, *scratch_vocab))
@@ -353,19 +356,25 @@ def start_model(start: str, ckpt_path: str, meta: dict, config: dict,
         return model, None, [this_data]
     if start.startswith('hf:'):
         loaded = load_model(start)
+        model, tokenizer, earlier = loaded.model, loaded.tokenizer, loaded.history
         data_dir = os.path.join(config['data_root'], config['dataset'])
-        require_same_tokenizer(loaded.tokenizer, data_tokenizer(meta), f'the model {start[3:]}',
-                               f'the data in {data_dir}')
-        earlier = loaded.history or [unknown_data(start)]
-        return loaded.model, None, extended_history(earlier, this_data)
-    resume = start == 'resume'
-    ckpt = load_start_checkpoint(ckpt_path if resume else start, resume, meta, config['arch'],
-                                 config if same_run else None)
-    if resume and 'progress' not in ckpt:  # written before the counters had an entry of their own
-        ckpt['progress'] = {k: ckpt['state'].pop(k) for k in list(ckpt['state'])
-                            if k in NEW_PROGRESS}
-    earlier = checkpoint_history(ckpt) or [unknown_data(start)]
-    return checkpoint_encoder(ckpt), ckpt, extended_history(earlier, this_data)
+        if not grows_into(tokenizer, meta):
+            require_same_tokenizer(tokenizer, data_tokenizer(meta), f'the model {start[3:]}',
+                                   f'the data in {data_dir}')
+        ckpt = None
+    else:
+        resume = start == 'resume'
+        ckpt = load_start_checkpoint(ckpt_path if resume else start, resume, meta,
+                                     config['arch'], config if same_run else None)
+        if resume and 'progress' not in ckpt:  # written before the counters had their own entry
+            ckpt['progress'] = {k: ckpt['state'].pop(k) for k in list(ckpt['state'])
+                                if k in NEW_PROGRESS}
+        model, tokenizer, earlier = checkpoint_encoder(ckpt), ckpt.get('tokenizer'), \
+            checkpoint_history(ckpt)
+        tokenizer = None if resume else tokenizer
+    if grows_into(tokenizer, meta):
+        grow(model)
+    return model, ckpt, extended_history(earlier or [unknown_data(start)], this_data)
 
 
 def save_run(checkpoint: dict | None, path: str, it: int, keep: int, log, device: str) -> None:

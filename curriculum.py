@@ -22,7 +22,8 @@ import torch.distributed as dist
 from data import load_remap
 from distributed import all_reduce
 from errors import fail
-from mlm import EVAL_BATCHES, RESIZE_NOISE, TokenSpace, masked_batch, seed_for
+from mlm import (EVAL_BATCHES, RESIZE_NOISE, TokenSpace, get_windows, mask_tokens, masked_batch,
+                 seed_for)
 from model import IGNORE_INDEX, Encoder, gather_vocab_rows
 from optim import OptimizerSettings, carried_state, rebuild_optimizer
 
@@ -192,9 +193,7 @@ def piece_targets(cur: 'Curriculum', model: Encoder, rare: int) -> tuple:
     """What init_rows_from_pieces needs to grow the shrunken model: the full ids RARE stands for,
     their pieces, and their logits at the decoder's mean input (read on training batches): RARE's
     logit there plus the log of each token's share of the group, so that on average over
-    positions the group takes the probability RARE had. The shares are the train counts, with the
-    Good-Turing estimate for the tokens train never holds: together they take the share of those
-    it holds once."""
+    positions the group takes the probability RARE had (group_shares)."""
     if model.decoder.bias is None:
         raise ValueError("the 'pieces' init sets the decoder bias and this model has none; use "
                          "'rare'")
@@ -207,15 +206,74 @@ def piece_targets(cur: 'Curriculum', model: Encoder, rare: int) -> tuple:
     mean_input = torch.cat([decoder_inputs(model, b, cur.full_to_shrunk) for b in batches]).mean(0)
     anchor = (model.decoder.weight[rare].double() @ mean_input.double()
               + model.decoder.bias[rare].double()).cpu()
-    counts = torch.as_tensor(cur.data['counts']())[group].double()
+    share = group_shares(torch.as_tensor(cur.data['counts']())[group])
+    return group.tolist(), pieces, anchor + share.log(), mean_input
+
+
+def group_shares(counts: torch.Tensor) -> torch.Tensor:
+    """How a group of tokens shares one probability: by their train counts, with the Good-Turing
+    estimate for the tokens train never holds (together they take the share of those it holds
+    once); an even split when no member was seen."""
+    counts = counts.double()
     unseen = counts == 0
-    if counts.sum() == 0:  # nothing to go by: an even split
-        share = torch.full_like(counts, 1 / len(counts))
-    else:
-        unseen_share = float((counts == 1).sum() / counts.sum()) if unseen.any() else 0.0
-        share = torch.where(unseen, unseen_share / unseen.sum().clamp(min=1),
-                            (1 - unseen_share) * counts / counts.sum())
-    return group.tolist(), pieces, anchor + share.clamp(min=1e-30).log(), mean_input
+    if counts.sum() == 0:  # nothing to go by
+        return torch.full_like(counts, 1 / len(counts))
+    unseen_share = float((counts == 1).sum() / counts.sum()) if unseen.any() else 0.0
+    share = torch.where(unseen, unseen_share / unseen.sum().clamp(min=1),
+                        (1 - unseen_share) * counts / counts.sum())
+    return share.clamp(min=1e-30)
+
+
+@torch.no_grad()
+def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict) -> dict:
+    """Grow a model of a base tokenizer into the data's, which extends it (prepare.py
+    --extend_tokenizer): each new token's rows start as the mean of its pieces' rows (the ids the
+    base gives its text), and each piece that starts new tokens shares out, by train counts, the
+    logit it had at the decoder's mean input with them (slots past the new tokens share [UNK]'s):
+    on average over positions every old token keeps its probability or splits it with the new
+    tokens that begin with it. Returns what it did and how far it moved the model's predictions
+    on held-out text read in base tokens: KL(before || after, the new tokens' probabilities folded
+    into their first pieces), per masked token."""
+    new = extension['new_tokens']
+    ids, pieces = [t['id'] for t in new], [t['pieces'] for t in new]
+    size, unk = cur.full_space.size, cur.meta['unk_token_id']
+    spare = sorted(set(range(model.config.vocab_size, size)) - set(ids))
+    head = dict(zip(ids, (p[0] for p in pieces))) | dict.fromkeys(spare, unk)  # folds into
+    held_out, train = ([base_token_batch(cur, split, k, pieces, ids) for k in range(PROBE_BATCHES)]
+                       for split in ('val', 'train'))
+    before = [log_probs(model, decoder_inputs(model, b, None)) for b in held_out]
+    mean_input = torch.cat([decoder_inputs(model, b, None) for b in train]).mean(0)
+    firsts = sorted(set(head.values()))
+    bias = model.decoder.bias  # without one, the rows alone start from the pieces
+    anchor = (model.decoder.weight[firsts].double() @ mean_input.double()
+              + (bias[firsts].double() if bias is not None else 0)).cpu()
+    model.resize_vocabulary(size, unk, noise_std=0.0)
+    counts = torch.as_tensor(cur.data['counts']())
+    group, group_pieces, logits = [], [], []
+    for first, logit in zip(firsts, anchor):
+        members = [first] + [t for t, f in head.items() if f == first]
+        group += members
+        group_pieces += [[first]] + [pieces[ids.index(t)] if t in ids else [] for t in members[1:]]
+        logits.append(logit + group_shares(counts[members]).log())
+    model.init_rows_from_pieces(group, group_pieces, None if bias is None else mean_input,
+                                torch.cat(logits))
+    mapping = torch.arange(size)
+    mapping[list(head)] = torch.tensor(list(head.values()))
+    return dict(new_tokens=len(ids), grow_kl=folded_kl(model, held_out, before, mapping.to(
+        model.decoder.weight.device)))
+
+
+def base_token_batch(cur: 'Curriculum', split: str, k: int, pieces: list, ids: list) -> tuple:
+    """An MLM batch of a split in the base tokenizer's ids: the data's windows with each new token
+    written as its pieces, cut to the block size, every masked position [MASK]."""
+    gen = torch.Generator().manual_seed(seed_for(cur.seed, 2, k))
+    batch, block = cur.state['batch_size'], cur.state['block_size']
+    windows = get_windows(cur.data['shards'][split], cur.meta['dtype'], batch, block, gen, 'cpu')
+    spelled = dict(zip(ids, pieces))
+    x = torch.tensor([[p for t in w.tolist() for p in spelled.get(t, (t,))][:block]
+                      for w in windows])
+    x, y = mask_tokens(x, cur.full_space, cur.state['mask_rate'], 1.0, 0.0, gen)
+    return x.to(cur.device), y.to(cur.device), None
 
 
 def op_set_embedding_finetune_mode(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
@@ -402,8 +460,8 @@ class Curriculum:
                  shape: dict | None = None):
         self.schedule = schedule
         self.meta, self.remap, self.device = meta, remap, device
-        # where batches come from: shards (per split), probs, pack_documents; and counts(), the
-        # train counts of every token (counts.npy)
+        # where batches come from: shards (per split), probs, pack_documents; counts(), the
+        # train counts of every token (counts.npy); extension(), the data's tokenizer extension
         self.data = data
         self.budget = budget  # where the run stands: at_fraction and reset_lr_schedule read it
         self.ckpt_path = ckpt_path  # named when an operation fails: it holds the state before it
@@ -413,6 +471,7 @@ class Curriculum:
         self.shrunk_space = TokenSpace(remap, device) if remap is not None else None
         self.full_to_shrunk = remap['full_to_shrunk'].to(device) if remap is not None else None
         self.rare_token_id = rare_token_id
+        self.grown = {}  # what growing the start model into the data's tokenizer did
         self.state = dict(  # checkpointed with the run
             remapping=remap is not None,
             finetune_mode=False,
@@ -424,6 +483,11 @@ class Curriculum:
             # batch_size, block_size, gradient_accumulation_steps: the phase operations set them
             **(shape or {}),
         )
+
+    def grow_into_extension(self, model: Encoder) -> None:
+        """Grow a start model of the base tokenizer into the data's extended one
+        (grow_into_extension); what it did is kept in self.grown for the log."""
+        self.grown = grow_into_extension(self, model, self.data['extension']())
 
     def space(self) -> tuple[torch.Tensor | None, TokenSpace]:
         """The remapping (full id -> shrunken id, None when off) and the token space the data is in

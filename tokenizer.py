@@ -334,6 +334,28 @@ def folder_tokenizer(folder: str) -> dict | None:
     return {'name': folder, 'fingerprint': fingerprint}
 
 
+def grows_into(model: dict | None, meta: dict) -> bool:
+    """Whether a model with tokenizer record `model` is of the base tokenizer that the data's was
+    extended from (prepare.py --extend_tokenizer): a new run grows it into the data's."""
+    return bool(model and meta.get('tokenizer_base')) and \
+        model['fingerprint'] == meta['tokenizer_base']['fingerprint']
+
+
+def load_extension(data_dir: str, meta: dict) -> dict:
+    """extension.json of the data's extended tokenizer (data_dir/tokenizer), checked against
+    meta.json; SystemExit with one line when it is missing or another's."""
+    path = os.path.join(data_dir, 'tokenizer', EXTENSION_FILE)
+    try:
+        with open(path) as f:
+            extension = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f'cannot read {path} ({first_line(e)}), which a model of the base tokenizer grows '
+             f'from; prepare the data again with --extend_tokenizer')
+    if extension['base'] != meta['tokenizer_base']:
+        fail(f"{path} extends another base than meta.json records; prepare the data again")
+    return extension
+
+
 def require_same_tokenizer(model: dict | None, data: dict, model_desc: str, data_desc: str) -> None:
     """Stop with one line unless a model with tokenizer record `model` can read data tokenized as
     `data`. Equal vocabulary sizes prove nothing: gpt2 and modernbert both have 50,368 ids that mean

@@ -28,7 +28,7 @@ from mlm import (DROPOUT, EVAL_BATCHES, TRAIN_BATCHES, SparseHeadRows, evaluate,
 from model import ATTN_IMPLEMENTATIONS, IGNORE_INDEX
 from optim import LR_SCHEDULES, NonFiniteGuard, OptimizerSettings, scheduled_lr, set_lr
 from runlog import RunLog, StepClock
-from tokenizer import data_tokenizer
+from tokenizer import data_tokenizer, load_extension
 
 _not_a_knob = set(globals())  # what the knobs below must not include: the imports
 # -----------------------------------------------------------------------------
@@ -193,7 +193,8 @@ curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, lear
                         mask_rate, device, seed, ckpt_path, budget,
                         dict(shards=shards, probs=(mask_token_prob, random_token_prob),
                              pack_documents=pack_documents,
-                             counts=lambda: load_counts(data_dir, meta, prepare_hint)),
+                             counts=lambda: load_counts(data_dir, meta, prepare_hint),
+                             extension=lambda: load_extension(data_dir, meta)),
                         shape=dict(batch_size=batch_size, block_size=block_size,
                                    gradient_accumulation_steps=gradient_accumulation_steps))
 state = curriculum.state
@@ -230,7 +231,8 @@ torch.manual_seed(seed)  # the same initial weights on every rank and in every r
 model, checkpoint, history = start_model(start, ckpt_path, meta, config,
                                          (remap or meta, curriculum.space()[1].size),
                                          unigram_bias if decoder_bias_init == 'unigram' else None,
-                                         auto)  # history: every corpus the weights have read
+                                         auto, curriculum.grow_into_extension)  # history: every
+# corpus the weights have read
 source = ckpt_path if start == 'resume' else start  # where the model came from, in messages
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
 if start == 'resume':
@@ -331,6 +333,8 @@ log(line=f'{model.get_num_params() / 1e6:.2f}M parameters, vocabulary {model.con
     f'{gradient_accumulation_steps * batch_size * block_size:,} tokens per iteration, {world_size} '
     f'process(es), device {device}, {dtype}')
 log(line=f'attention: {model.attention_summary(torch.device(device))}')
+if curriculum.grown:  # the start model's tokenizer is the one the data's extends: it grew
+    log(dict(iter=0, op='grow_into_tokenizer', **curriculum.grown), f'grew: {curriculum.grown}')
 wrapped = wrap(model)  # what the step calls: compiled and DDP-wrapped; `model` is the module itself
 guard = NonFiniteGuard(progress, max_skipped_steps, log, ckpt_path)
 wants_hidden = teacher_model is not None and teacher_model.projection is not None

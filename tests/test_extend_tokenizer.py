@@ -8,9 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 import transformers
 
-from conftest import run_script, shakespeare_texts, stop_in_process
+from checkpoint import checkpoint_encoder, load_checkpoint
+from conftest import read_metrics, run_script, shakespeare_texts, stop_in_process, train
+from test_curriculum import assert_resumes_exactly
 from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_tokenizer,
                        tokenizer_fingerprint, train_tokenizer)
 
@@ -145,3 +148,54 @@ def test_the_extended_data_read_back_as_the_domain_text(gpt2_extended, domain):
     docs = np.split(train, np.flatnonzero(train == tok.sep_token_id) + 1)[:-1]
     assert all(d[0] == tok.cls_token_id and tok.decode(d[1:-1].tolist()) in texts for d in docs)
     assert np.isin(train, [t for t in range(50262, 50262 + N)]).mean() > 0.1
+
+
+# a model of the base grows into the extended tokenizer when a run starts from it ------------------
+
+@pytest.fixture(scope='module')
+def code_root(domain, tmp_path_factory) -> Path:
+    """The domain corpus prepared with gpt2 extended by N tokens, as <root>/code."""
+    root = tmp_path_factory.mktemp('code')
+    extend(domain, root / 'code', 'gpt2')
+    return root
+
+
+def test_a_model_of_the_base_grows_into_the_extended_tokenizer(code_root, ckpt, tmp_path):
+    """One step at a learning rate of 1e-20 leaves the weights the grown ones (to float32)."""
+    out = tmp_path / 'grown'
+    train(code_root, out, '--dataset=code', f'--init_from={ckpt}', '--max_iters=1',
+          '--learning_rate=1e-20', '--min_lr=0', '--eval_interval=1')
+    (grown,) = [m for m in read_metrics(out) if m.get('op') == 'grow_into_tokenizer']
+    assert grown['new_tokens'] == N and 0 < grown['grow_kl'] < 1
+    before = checkpoint_encoder(load_checkpoint(ckpt))
+    saved = load_checkpoint(str(out / 'ckpt.pt'))
+    after = checkpoint_encoder(saved)
+    extension = json.loads((code_root / 'code' / 'tokenizer' / EXTENSION_FILE).read_text())
+    assert saved['tokenizer']['fingerprint'] == tokenizer_fingerprint(hf_tokenizer(
+        str(code_root / 'code' / 'tokenizer')))
+    old, new = before.model.tok_embeddings.weight, after.model.tok_embeddings.weight
+    assert new.shape[0] == 50624
+    for t in extension['new_tokens']:
+        torch.testing.assert_close(new[t['id']], old[t['pieces']].mean(0))
+    # every bias but those of the new tokens' first pieces and of [UNK] (the spare slots' head)
+    shared = {t['pieces'][0] for t in extension['new_tokens']} | {50261}
+    kept = [i for i in range(50262) if i not in shared]
+    torch.testing.assert_close(new[:50262], old[:50262])
+    torch.testing.assert_close(after.decoder.bias[kept], before.decoder.bias[kept])
+
+
+def test_resume_across_the_growth_is_exact(code_root, ckpt, tmp_path):
+    args = ['--dataset=code', f'--init_from={ckpt}', '--max_iters=4', '--eval_interval=2',
+            '--keep_last_checkpoints=4']
+    train(code_root, tmp_path / 'full', *args)
+    assert_resumes_exactly(code_root, tmp_path / 'full', tmp_path / 'resumed', args, 2, 4)
+
+
+def test_growth_goes_one_way(code_root, data_root, tmp_path):
+    """A model of the extended tokenizer does not read the base's data: only a model of the base
+    grows, into the data's tokenizer."""
+    train(code_root, tmp_path / 'extended', '--dataset=code', '--max_iters=1', '--eval_interval=1')
+    result = train(data_root, tmp_path / 'back', f"--init_from={tmp_path / 'extended' / 'ckpt.pt'}",
+                   '--max_iters=1', check=False)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert 'the same ids mean other tokens' in result.stderr
