@@ -4,6 +4,7 @@ token applies keeps its ids; bad input."""
 import hashlib
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +12,9 @@ import pytest
 import torch
 import transformers
 
-from checkpoint import checkpoint_encoder, load_checkpoint
+from checkpoint import checkpoint_encoder, load_checkpoint, load_model
 from conftest import read_metrics, run_script, shakespeare_texts, stop_in_process, train
+from export_hf import export
 from test_curriculum import assert_resumes_exactly
 from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_tokenizer,
                        tokenizer_fingerprint, train_tokenizer)
@@ -199,3 +201,36 @@ def test_growth_goes_one_way(code_root, data_root, tmp_path):
                    '--max_iters=1', check=False)
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert 'the same ids mean other tokens' in result.stderr
+
+
+@torch.no_grad()
+def test_an_export_grows_and_exports_with_the_extended_tokenizer(code_root, ckpt, tmp_path):
+    """An exported base model (hf:<folder>) grows like a checkpoint; the grown model's export
+    carries the extended tokenizer: transformers, its fill-mask pipeline and sentence-transformers
+    read it, domain words come out as new tokens, and the pipeline's score for a new token is our
+    model's probability."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoTokenizer, pipeline
+    export(ckpt, str(tmp_path / 'base'))
+    out = tmp_path / 'grown'
+    train(code_root, out, '--dataset=code', f"--init_from=hf:{tmp_path / 'base'}",
+          '--max_iters=2', '--eval_interval=2')
+    assert [m['op'] for m in read_metrics(out) if 'op' in m] == ['grow_into_tokenizer']
+    folder = str(tmp_path / 'hf')
+    export(str(out / 'ckpt.pt'), folder)
+    extension = json.loads((code_root / 'code' / 'tokenizer' / EXTENSION_FILE).read_text())
+    new = {t['id']: t['token'] for t in extension['new_tokens']}
+    tok = AutoTokenizer.from_pretrained(folder)
+    code = ('    def forward(self, hidden_states, attention_mask=None):\n'
+            '        return hidden_states')
+    assert set(tok(code)['input_ids']) & set(new)
+    target = max(new, key=lambda i: len(new[i]))
+    text = 'class BertSelfAttention(nn.Module):\n    def __init__(self, config):[MASK]'
+    (score,) = pipeline('fill-mask', model=folder)(text, targets=[new[target]])
+    batch = tok(text, return_tensors='pt')
+    logits, _ = load_model(str(out / 'ckpt.pt')).model.eval()(batch['input_ids'],
+                                                               batch['attention_mask'])
+    at = (batch['input_ids'][0] == tok.mask_token_id).nonzero().item()
+    assert score['token'] == target
+    assert math.isclose(score['score'], logits[0, at].softmax(-1)[target].item(), rel_tol=1e-4)
+    assert SentenceTransformer(folder, device='cpu').encode([code]).shape == (1, 32)
