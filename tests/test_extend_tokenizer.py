@@ -186,11 +186,26 @@ def test_a_model_of_the_base_grows_into_the_extended_tokenizer(code_root, ckpt, 
     torch.testing.assert_close(after.decoder.bias[kept], before.decoder.bias[kept])
 
 
-def test_resume_across_the_growth_is_exact(code_root, ckpt, tmp_path):
-    args = ['--dataset=code', f'--init_from={ckpt}', '--max_iters=4', '--eval_interval=2',
-            '--keep_last_checkpoints=4']
+def test_an_embedding_only_phase_then_everything_resumes_exactly(code_root, ckpt, tmp_path):
+    """The usual recipe: grow, train the vocabulary rows alone, then everything; resumed in the
+    embedding-only phase and right after it ends."""
+    schedule = tmp_path / 'schedule.json'
+    schedule.write_text(json.dumps([
+        {'name': 'set_embedding_finetune_mode', 'value': True, 'at_iter': 0},
+        {'name': 'set_embedding_finetune_mode', 'value': False, 'at_iter': 3}]))
+    args = ['--dataset=code', f'--init_from={ckpt}', f'--schedule={schedule}', '--max_iters=5',
+            '--eval_interval=1', '--keep_last_checkpoints=5']
     train(code_root, tmp_path / 'full', *args)
-    assert_resumes_exactly(code_root, tmp_path / 'full', tmp_path / 'resumed', args, 2, 4)
+    ops = [(m['iter'], m['op']) for m in read_metrics(tmp_path / 'full') if 'op' in m]
+    assert ops == [(0, 'grow_into_tokenizer'), (0, 'set_embedding_finetune_mode'),
+                   (3, 'set_embedding_finetune_mode')]
+    start, frozen = load_checkpoint(ckpt), load_checkpoint(str(tmp_path / 'full' /
+                                                                 'ckpt_0000002.pt'))
+    body = [k for k in start['model'] if 'embeddings' not in k and 'decoder' not in k]
+    assert body and all(torch.equal(start['model'][k], frozen['model'][k]) for k in body)
+    for resume_at in (2, 3):
+        assert_resumes_exactly(code_root, tmp_path / 'full', tmp_path / f'resumed_{resume_at}',
+                               args, resume_at, 5)
 
 
 def test_growth_goes_one_way(code_root, data_root, tmp_path):
