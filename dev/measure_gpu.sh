@@ -80,8 +80,8 @@ train_gap() {
     train_row neither
 }
 
-# ModernBERT-small at T 1,024: HF best, ours compiled, with documents packed, and in the curriculum's
-# shrunken 4,096-token vocabulary
+# ModernBERT-small at T 1,024: HF best, ours compiled, with documents packed, and in the
+# curriculum's shrunken 4,096-token vocabulary
 bench_small() {
     run bench_small 330 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 \
         --shrunk_vocab=4096 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
