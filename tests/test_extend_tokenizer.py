@@ -5,6 +5,8 @@ import hashlib
 import importlib.util
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,8 @@ import torch
 import transformers
 
 from checkpoint import checkpoint_encoder, load_checkpoint, load_model
-from conftest import read_metrics, run_script, shakespeare_texts, stop_in_process, train
+from conftest import (ROOT, losses, read_metrics, run_script, shakespeare_texts, stop_in_process,
+                      train, train_args)
 from export_hf import export
 from test_curriculum import assert_resumes_exactly
 from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_tokenizer,
@@ -249,3 +252,22 @@ def test_an_export_grows_and_exports_with_the_extended_tokenizer(code_root, ckpt
     assert score['token'] == target
     assert math.isclose(score['score'], logits[0, at].softmax(-1)[target].item(), rel_tol=1e-4)
     assert SentenceTransformer(folder, device='cpu').encode([code]).shape == (1, 32)
+
+
+def test_growth_under_ddp_equals_one_process(code_root, ckpt, tmp_path):
+    """Every rank grows the start model the same way (the probes are seeded), so two processes
+    train as one with the same accumulation."""
+    common = ['--dataset=code', f'--init_from={ckpt}', '--max_iters=2', '--eval_interval=2',
+              '--gradient_accumulation_steps=2']
+    train(code_root, tmp_path / 'single', *common)
+    ddp = subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--standalone',
+                          '--nproc_per_node=2', 'train.py',
+                          *train_args(code_root, tmp_path / 'ddp', *common)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert ddp.returncode == 0, ddp.stderr[-3000:]
+    grown = [[m for m in read_metrics(tmp_path / run) if m.get('op') == 'grow_into_tokenizer']
+             for run in ('single', 'ddp')]
+    assert grown[0] == grown[1] and len(grown[0]) == 1
+    single, two = losses(tmp_path / 'single'), losses(tmp_path / 'ddp')
+    assert single.keys() == two.keys() == {0, 1}
+    assert all(single[it] == pytest.approx(two[it], rel=1e-5) for it in single)
