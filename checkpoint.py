@@ -369,9 +369,8 @@ def start_model(start: str, ckpt_path: str, meta: dict, config: dict,
         if resume and 'progress' not in ckpt:  # written before the counters had their own entry
             ckpt['progress'] = {k: ckpt['state'].pop(k) for k in list(ckpt['state'])
                                 if k in NEW_PROGRESS}
-        model, tokenizer, earlier = checkpoint_encoder(ckpt), ckpt.get('tokenizer'), \
-            checkpoint_history(ckpt)
-        tokenizer = None if resume else tokenizer
+        model, earlier = checkpoint_encoder(ckpt), checkpoint_history(ckpt)
+        tokenizer = None if resume else ckpt.get('tokenizer')  # a resumed run grew already
     if grows_into(tokenizer, meta):
         grow(model)
     return model, ckpt, extended_history(earlier or [unknown_data(start)], this_data)

@@ -13,6 +13,7 @@ move (f moves AdamW's moments like the weights).
 """
 import os
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -234,16 +235,18 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict) -> d
     tokens that begin with it. Returns what it did and how far it moved the model's predictions
     on held-out text read in base tokens: KL(before || after, the new tokens' probabilities folded
     into their first pieces), per masked token."""
-    new = extension['new_tokens']
-    ids, pieces = [t['id'] for t in new], [t['pieces'] for t in new]
+    spelled = {t['id']: t['pieces'] for t in extension['new_tokens']}
     size, unk = cur.full_space.size, cur.meta['unk_token_id']
-    spare = sorted(set(range(model.config.vocab_size, size)) - set(ids))
-    head = dict(zip(ids, (p[0] for p in pieces))) | dict.fromkeys(spare, unk)  # folds into
-    held_out, train = ([base_token_batch(cur, split, k, pieces, ids) for k in range(PROBE_BATCHES)]
+    spare = sorted(set(range(model.config.vocab_size, size)) - spelled.keys())
+    head = {t: p[0] for t, p in spelled.items()} | dict.fromkeys(spare, unk)  # folds into
+    members = defaultdict(list)  # the tokens each old one shares its probability with
+    for t, first in head.items():
+        members[first].append(t)
+    held_out, train = ([base_token_batch(cur, split, k, spelled) for k in range(PROBE_BATCHES)]
                        for split in ('val', 'train'))
     before = [log_probs(model, decoder_inputs(model, b, None)) for b in held_out]
     mean_input = torch.cat([decoder_inputs(model, b, None) for b in train]).mean(0)
-    firsts = sorted(set(head.values()))
+    firsts = sorted(members)
     bias = model.decoder.bias  # without one, the rows alone start from the pieces
     anchor = (model.decoder.weight[firsts].double() @ mean_input.double()
               + (bias[firsts].double() if bias is not None else 0)).cpu()
@@ -251,25 +254,23 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict) -> d
     counts = torch.as_tensor(cur.data['counts']())
     group, group_pieces, logits = [], [], []
     for first, logit in zip(firsts, anchor):
-        members = [first] + [t for t, f in head.items() if f == first]
-        group += members
-        group_pieces += [[first]] + [pieces[ids.index(t)] if t in ids else [] for t in members[1:]]
-        logits.append(logit + group_shares(counts[members]).log())
+        group += [first, *members[first]]
+        group_pieces += [[first]] + [spelled.get(t, []) for t in members[first]]
+        logits.append(logit + group_shares(counts[[first, *members[first]]]).log())
     model.init_rows_from_pieces(group, group_pieces, None if bias is None else mean_input,
                                 torch.cat(logits))
     mapping = torch.arange(size)
     mapping[list(head)] = torch.tensor(list(head.values()))
-    return dict(new_tokens=len(ids), grow_kl=folded_kl(model, held_out, before, mapping.to(
+    return dict(new_tokens=len(spelled), grow_kl=folded_kl(model, held_out, before, mapping.to(
         model.decoder.weight.device)))
 
 
-def base_token_batch(cur: 'Curriculum', split: str, k: int, pieces: list, ids: list) -> tuple:
+def base_token_batch(cur: 'Curriculum', split: str, k: int, spelled: dict) -> tuple:
     """An MLM batch of a split in the base tokenizer's ids: the data's windows with each new token
-    written as its pieces, cut to the block size, every masked position [MASK]."""
+    written as its pieces (spelled), cut to the block size, every masked position [MASK]."""
     gen = torch.Generator().manual_seed(seed_for(cur.seed, 2, k))
     batch, block = cur.state['batch_size'], cur.state['block_size']
     windows = get_windows(cur.data['shards'][split], cur.meta['dtype'], batch, block, gen, 'cpu')
-    spelled = dict(zip(ids, pieces))
     x = torch.tensor([[p for t in w.tolist() for p in spelled.get(t, (t,))][:block]
                       for w in windows])
     x, y = mask_tokens(x, cur.full_space, cur.state['mask_rate'], 1.0, 0.0, gen)

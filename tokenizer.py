@@ -6,11 +6,13 @@ folder's.
 """
 import base64
 import hashlib
+import heapq
 import importlib.util
 import json
 import os
 import re
 import sys
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
@@ -101,15 +103,19 @@ def gpt2_bpe_files() -> dict[str, str]:
     return {name: _checked_file(folder / name, sha, install) for name, sha in GPT2_FILES.items()}
 
 
+def merge_pairs(model: dict) -> list[list[str]]:
+    """The merges of a tokenizers model spec as [a, b] pairs, in rank order (tokenizers wrote
+    "a b" before [a, b]; a WordPiece has none)."""
+    return [m.split(' ') if isinstance(m, str) else m for m in model.get('merges', [])]
+
+
 def tokenizer_fingerprint(tok) -> str:
     """sha256 of what decides a transformers tokenizer's ids: its vocabulary (added tokens
     included), its BPE merges and its special ids. Flags, templates and names are left out, so a
     tokenizer saved and loaded again, or built here and downloaded from the hub, has the same
     fingerprint when it gives the same ids."""
     backend = getattr(tok, 'backend_tokenizer', None)
-    merges = json.loads(backend.to_str())['model'].get('merges', []) if backend else []
-    # tokenizers wrote "a b" before [a, b]
-    merges = [m.split(' ') if isinstance(m, str) else m for m in merges]
+    merges = merge_pairs(json.loads(backend.to_str())['model']) if backend else []
     vocab = sorted(tok.get_vocab().items(), key=lambda kv: kv[1])
     ids = {n: getattr(tok, f'{n}_token_id') for n in SPECIAL_NAMES}
     return hashlib.sha256(json.dumps([vocab, merges, ids]).encode()).hexdigest()
@@ -459,12 +465,11 @@ def learn_bpe_merges(tok, texts: Iterator[str], n: int) -> list[str]:
     and the tokens learned so far split them (ties: the smaller string). A token is a string of
     tok's byte symbols ('Ġ' is a space). SystemExit when the texts supply fewer than n pairs seen
     at least MIN_MERGE_COUNT times."""
-    import heapq
-    from collections import Counter, defaultdict
     backend = tok.backend_tokenizer
     model = json.loads(backend.to_str())['model']
+    base_merges = merge_pairs(model)
     ranks = {}
-    for r, (a, b) in enumerate(m.split(' ') if isinstance(m, str) else m for m in model['merges']):
+    for r, (a, b) in enumerate(base_merges):
         ranks.setdefault(a + b, r)
     words = Counter(w for text in texts for w, _ in backend.pre_tokenizer.pre_tokenize_str(text))
     segs = [[t.value for t in backend.model.tokenize(w)] for w in words]
@@ -492,7 +497,7 @@ def learn_bpe_merges(tok, texts: Iterator[str], n: int) -> list[str]:
             continue
         if -c < MIN_MERGE_COUNT:
             break
-        ranks[p] = len(ranks) + len(model['merges'])
+        ranks[p] = len(base_merges) + len(new)  # after every merge before it
         new.append(p)
         touched = set()
         for i in where.pop(p):
@@ -531,8 +536,7 @@ def extend_bpe_tokenizer(tok, new: list[str], model_max_length: int = 8192):
                 {token, token[:k], token[k:]} & fresh]
 
     merges, made = [], set()
-    for m in spec['model']['merges']:
-        a, b = m.split(' ') if isinstance(m, str) else m
+    for a, b in merge_pairs(spec['model']):
         merges.append([a, b])
         if a + b not in made:
             made.add(a + b)
@@ -556,8 +560,8 @@ def extend_bpe_tokenizer(tok, new: list[str], model_max_length: int = 8192):
 
 def save_extended_tokenizer(folder: str, ext, ids: list[int], base, base_name: str) -> None:
     """Write an extended tokenizer to folder: its transformers files, EXTENSION_FILE (its base's
-    name and fingerprint, what it was learned from, and each new token with its pieces: the ids
-    the base gives its text) and, for the gpt2 base, TIKTOKEN_FILE."""
+    name and fingerprint, and each new token with its pieces: the ids the base gives its text)
+    and, for the gpt2 base, TIKTOKEN_FILE."""
     from transformers.convert_slow_tokenizer import bytes_to_unicode
     ext.save_pretrained(folder)
     tokens = ext.convert_ids_to_tokens(ids)

@@ -228,11 +228,11 @@ def unigram_bias() -> torch.Tensor:
 
 
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
+# history: every corpus the weights have read
 model, checkpoint, history = start_model(start, ckpt_path, meta, config,
                                          (remap or meta, curriculum.space()[1].size),
                                          unigram_bias if decoder_bias_init == 'unigram' else None,
-                                         auto, curriculum.grow_into_extension)  # history: every
-# corpus the weights have read
+                                         auto, curriculum.grow_into_extension)
 source = ckpt_path if start == 'resume' else start  # where the model came from, in messages
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
 if start == 'resume':
