@@ -226,13 +226,14 @@ def group_shares(counts: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict) -> dict:
+def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict,
+                        rows: str = 'pieces') -> dict:
     """Grow a model of a base tokenizer into the data's, which extends it (prepare.py
     --extend_tokenizer): each new token's rows start as the mean of its pieces' rows (the ids the
-    base gives its text), and each piece that starts new tokens shares out, by train counts, the
-    logit it had at the decoder's mean input with them (slots past the new tokens share [UNK]'s):
-    on average over positions every old token keeps its probability or splits it with the new
-    tokens that begin with it. Returns what it did and how far it moved the model's predictions
+    base gives its text; rows='random': drawn as a new model's are), and each piece that starts
+    new tokens shares out, by train counts, the logit it had at the decoder's mean input with them
+    (slots past the new tokens share [UNK]'s): on average over positions every old token keeps
+    its probability or splits it with the new tokens that begin with it. Returns what it did and how far it moved the model's predictions
     on held-out text read in base tokens: KL(before || after, the new tokens' probabilities folded
     into their first pieces), per masked token."""
     spelled = {t['id']: t['pieces'] for t in extension['new_tokens']}
@@ -251,11 +252,14 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict) -> d
     anchor = (model.decoder.weight[firsts].double() @ mean_input.double()
               + (bias[firsts].double() if bias is not None else 0)).cpu()
     model.resize_vocabulary(size, unk, noise_std=0.0)
+    if rows == 'random':  # the bias below still sets how much probability they start with
+        model.init_rows_randomly(list(spelled))
+    pieces = spelled if rows == 'pieces' else {}
     counts = torch.as_tensor(cur.data['counts']())
     group, group_pieces, logits = [], [], []
     for first, logit in zip(firsts, anchor):
         group += [first, *members[first]]
-        group_pieces += [[first]] + [spelled.get(t, []) for t in members[first]]
+        group_pieces += [[first]] + [pieces.get(t, []) for t in members[first]]
         logits.append(logit + group_shares(counts[[first, *members[first]]]).log())
     model.init_rows_from_pieces(group, group_pieces, None if bias is None else mean_input,
                                 torch.cat(logits))
@@ -485,10 +489,10 @@ class Curriculum:
             **(shape or {}),
         )
 
-    def grow_into_extension(self, model: Encoder) -> None:
+    def grow_into_extension(self, model: Encoder, rows: str = 'pieces') -> None:
         """Grow a start model of the base tokenizer into the data's extended one
         (grow_into_extension); what it did is kept in self.grown for the log."""
-        self.grown = grow_into_extension(self, model, self.data['extension']())
+        self.grown = grow_into_extension(self, model, self.data['extension'](), rows)
 
     def space(self) -> tuple[torch.Tensor | None, TokenSpace]:
         """The remapping (full id -> shrunken id, None when off) and the token space the data is in

@@ -414,18 +414,30 @@ class Encoder(nn.Module):
                                     self.decoder.weight.device)
             self.register_buffer(f'rope_{kind}', torch.stack((cos, sin)), persistent=False)
 
+    def _stds(self) -> tuple[float, float]:
+        """The init std of the matrices that read the residual stream and of those that write it."""
+        c = self.config
+        return c.initializer_range, c.initializer_range / math.sqrt(2.0 * c.num_hidden_layers)
+
+    def _draw(self, w: torch.Tensor, std: float) -> None:
+        c = self.config
+        if c.arch == 'neobert':  # official: uniform
+            nn.init.uniform_(w, -c.initializer_range, c.initializer_range)
+        else:
+            cut = c.initializer_cutoff_factor * std
+            nn.init.trunc_normal_(w, mean=0.0, std=std, a=-cut, b=cut)
+
     @torch.no_grad()
     def _init_weights(self):
         c = self.config
         if c.arch == 'neobert':  # official: uniform for every Linear and the embedding, zero biases
             for m in self.modules():
                 if isinstance(m, (nn.Linear, nn.Embedding)):
-                    nn.init.uniform_(m.weight, -c.initializer_range, c.initializer_range)
+                    self._draw(m.weight, c.initializer_range)
                 if isinstance(m, nn.Linear) and m.bias is not None:
                     nn.init.zeros_(m.bias)
             return
-        std_in, std_out = (c.initializer_range,
-                           c.initializer_range / math.sqrt(2.0 * c.num_hidden_layers))
+        std_in, std_out = self._stds()
         inits = [(self.model.tok_embeddings, std_in), (self.head.dense, std_out)]
         for layer in self.model.layers:
             inits += [(layer.attn.Wqkv, std_in), (layer.attn.Wo, std_out), (layer.mlp.Wi, std_in),
@@ -433,8 +445,7 @@ class Encoder(nn.Module):
         if not c.tie_word_embeddings:  # a tied decoder keeps the embedding init
             inits.append((self.decoder, std_out))
         for m, std in inits:
-            cut = c.initializer_cutoff_factor * std
-            nn.init.trunc_normal_(m.weight, mean=0.0, std=std, a=-cut, b=cut)
+            self._draw(m.weight, std)
         for m in self.modules():
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
@@ -611,6 +622,17 @@ class Encoder(nn.Module):
             w = self.decoder.weight[rows.to(self.decoder.weight.device)].double()
             bias = logits.to(w) - w @ mean_input.to(w)
             self.decoder.bias[rows.to(w.device)] = bias.to(self.decoder.bias)
+
+    @torch.no_grad()
+    def init_rows_randomly(self, ids: list[int]) -> None:
+        """Draw the input embedding rows of ids (and their decoder rows, when untied) as a new
+        model's init draws them; decoder biases are left to the caller."""
+        rows, (std_in, std_out) = torch.tensor(ids, dtype=torch.long), self._stds()
+        untied = [] if self.config.tie_word_embeddings else [(self.decoder.weight, std_out)]
+        for w, std in [(self.model.tok_embeddings.weight, std_in)] + untied:
+            fresh = torch.empty(len(ids), w.shape[1], dtype=w.dtype)
+            self._draw(fresh, std)
+            w[rows.to(w.device)] = fresh.to(w.device)
 
     def set_embedding_finetune_mode(self, enabled: bool) -> None:
         """enabled: only the token embedding and the decoder (weight, bias) train; False: everything

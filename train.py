@@ -109,6 +109,7 @@ shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
 rare_token_id = None  # None: the file's rare_id
 schedule = []  # operations; see docs/curriculum.md
+grow_rows = 'pieces'  # a token the start model lacks starts as its pieces' mean, or 'random'
 # knowledge distillation (distill.py): a frozen teacher's soft targets on the predicted rows
 teacher = None  # a .pt, a Hugging Face folder or 'hf:<id>' with the data's tokenizer
 distill_weight = 0.5  # w in (1 - w) * MLM + w * T^2 * KL(teacher || student)
@@ -122,14 +123,14 @@ exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'configurator
 config = {k: globals()[k] for k in config_keys}
 # -----------------------------------------------------------------------------
 
-# validate the configuration before touching any file ----------------------------------
+# validate the configuration before touching any file ----
 check_choices(config, dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqrt'),
                            dtype=('float32', 'bfloat16', 'float16'),
                            attn_implementation=ATTN_IMPLEMENTATIONS,
                            wandb_mode=('online', 'offline', 'disabled'),
                            optimizer_name=('adamw', 'stable_adamw'),
                            weight_decay_convention=('torch', 'decoupled'),
-                           decoder_bias_init=('unigram', 'zeros'),
+                           decoder_bias_init=('unigram', 'zeros'), grow_rows=('pieces', 'random'),
                            distill_hidden_loss=HIDDEN_LOSSES))
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
     fail('mask_rate and eval_mask_rate must be in (0, 1)')
@@ -149,7 +150,7 @@ if device == 'cuda' and not torch.cuda.is_available():
     fail("device='cuda' but CUDA is not available; pass --device=cpu")
 start_from, auto = parse_init_from(init_from)  # what a new run starts from; auto: resume if we can
 
-# DDP (torchrun sets RANK; NCCL on CUDA, gloo on CPU), device and precision ----------------
+# DDP (torchrun sets RANK; NCCL on CUDA, gloo on CPU), device and precision ----
 ddp, rank, world_size, device = setup(device)
 master = rank == 0
 log = RunLog(out_dir, master)  # metrics.jsonl, wandb and stdout, from rank 0
@@ -213,7 +214,7 @@ def eval_batch(split: str, k: int) -> tuple:
     return curriculum.batch(split, eval_rate, EVAL_BATCHES, ('train', 'val').index(split), k)
 
 
-# the model: from scratch, a checkpoint, a Hugging Face model, or this run's (checkpoint.py) -------
+# the model: from scratch, a checkpoint, a Hugging Face model, or this run's (checkpoint.py) ----
 if os.path.exists(out_dir) and not os.path.isdir(out_dir):
     fail(f"--out_dir={out_dir} is a file, not a folder; give a folder for the run's checkpoint "
          f'and log')
@@ -229,10 +230,10 @@ def unigram_bias() -> torch.Tensor:
 
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 # history: every corpus the weights have read
-model, checkpoint, history = start_model(start, ckpt_path, meta, config,
-                                         (remap or meta, curriculum.space()[1].size),
-                                         unigram_bias if decoder_bias_init == 'unigram' else None,
-                                         auto, curriculum.grow_into_extension)
+model, checkpoint, history = start_model(
+    start, ckpt_path, meta, config, (remap or meta, curriculum.space()[1].size),
+    unigram_bias if decoder_bias_init == 'unigram' else None, auto,
+    lambda m: curriculum.grow_into_extension(m, grow_rows))
 source = ckpt_path if start == 'resume' else start  # where the model came from, in messages
 iter_num, best_val_loss, wandb_run_id, keep_metrics_bytes = 0, 1e9, None, 0
 if start == 'resume':
@@ -252,7 +253,7 @@ if state['finetune_mode']:
 model.to(device)
 guide_record = checkpoint.get('guide') if checkpoint else None  # GUIDE's PCA map goes on with it
 
-# the teacher: frozen, one copy on every rank; a run resumes only with the teacher it had -------
+# the teacher: frozen, one copy on every rank; a run resumes only with the teacher it had ----
 teacher_model = None
 if teacher:
     teacher_model = Teacher(config, meta, remap, longest_block, device, model, guide_record, source,
@@ -261,7 +262,7 @@ if teacher:
 if start == 'resume':
     check_same_teacher(checkpoint.get('teacher'), teacher_model and teacher_model.record, ckpt_path)
 
-# optimizer: rebuilt by parameter name after operations, its state carried over (optim.py) -----
+# optimizer: rebuilt by parameter name after operations, its state carried over (optim.py) ----
 optimizer, parked = optimizer_settings.build(model, state['lr_base']), {}
 if start == 'resume':
     optimizer.load_state_dict(checkpoint['optimizer'])
@@ -323,7 +324,7 @@ def run_evaluation(it: int, after_op: bool = False) -> dict:
     return metrics
 
 
-# training loop ------------------------------------------------------------------------------
+# training loop ----
 stop = StopSignal()  # SIGTERM, SIGINT: finish the step, save, exit
 wandb_settings = (dict(project=wandb_project, name=wandb_run_name, config=config, mode=wandb_mode,
                        id=wandb_run_id) if wandb_log else None)
@@ -342,7 +343,7 @@ head = SparseHeadRows(compiled, device)
 peak = peak_flops or (989e12 if device_type == 'cuda' else 135e9)  # for MFU
 local_iter, clock, ahead = 0, StepClock(), {}
 while True:
-    # once in a while: evaluate, save, and run the operations the schedule has due -------------
+    # once in a while: evaluate, save, and run the operations the schedule has due ----
     finished = budget.done(iter_num)  # max_iters reached, or the time budget spent
     save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
     if (iter_num % eval_interval == 0 or finished) and progress['last_eval_iter'] != iter_num:
@@ -377,7 +378,7 @@ while True:
     set_lr(optimizer, lr, optimizer_settings.weight_decay_at(state['lr_base']))
     torch.manual_seed(seed_for(seed, DROPOUT, iter_num, rank))
 
-    # forward, backward, update ------------------------------------------------------------------
+    # forward, backward, update ----
     window_tokens = state['batch_size'] * state['block_size']
     tokens_per_iter = state['gradient_accumulation_steps'] * window_tokens
     # made during the last step, unless an operation has changed what they depend on since
@@ -437,7 +438,7 @@ while True:
     iter_num += 1
     local_iter += 1
 
-    # termination: a signal stops every rank at the same iteration, with a checkpoint -------------
+    # termination: a signal stops every rank at the same iteration, with a checkpoint ----
     if stop.agreed(iter_num, log_interval, device):
         save(iter_num)
         log(line=f'stopped by signal at iter {iter_num}; checkpoint saved to {ckpt_path}; resume '

@@ -189,6 +189,55 @@ def test_a_model_of_the_base_grows_into_the_extended_tokenizer(code_root, ckpt, 
     torch.testing.assert_close(after.decoder.bias[kept], before.decoder.bias[kept])
 
 
+def test_random_rows_are_drawn_as_a_new_models_and_share_the_biases(code_root, ckpt, tmp_path):
+    """--grow_rows=random, the baseline of docs/domain.md: the new rows are drawn at the init's
+    scale instead of from their pieces; the old rows and the old tokens' biases grow as with
+    pieces."""
+    grown = {}
+    for rows in ('pieces', 'random'):
+        train(code_root, tmp_path / rows, '--dataset=code', f'--init_from={ckpt}',
+              '--max_iters=1', '--learning_rate=1e-20', '--min_lr=0', '--eval_interval=1',
+              f'--grow_rows={rows}')
+        grown[rows] = checkpoint_encoder(load_checkpoint(str(tmp_path / rows / 'ckpt.pt')))
+    pieces, drawn = (grown[r].model.tok_embeddings.weight for r in ('pieces', 'random'))
+    new = [t['id'] for t in json.loads(
+        (code_root / 'code' / 'tokenizer' / EXTENSION_FILE).read_text())['new_tokens']]
+    torch.testing.assert_close(drawn[:50262], pieces[:50262])
+    assert not torch.allclose(drawn[new], pieces[new])
+    std = grown['random'].config.initializer_range
+    assert abs(drawn[new].std().item() - std) < 0.15 * std and drawn[new].abs().max() <= 3 * std
+    torch.testing.assert_close(grown['random'].decoder.bias[:50262],
+                               grown['pieces'].decoder.bias[:50262])
+    (kl_pieces, kl_random) = [[m['grow_kl'] for m in read_metrics(tmp_path / r) if 'grow_kl' in m]
+                              for r in ('pieces', 'random')]
+    assert kl_random[0] > kl_pieces[0]
+
+
+def test_transformers_add_tokens_baseline_trains(domain, code_root, ckpt, tmp_path):
+    """dev/hf_add_tokens.py: the same new strings through add_tokens and resize_token_embeddings;
+    the folder tokenizes a corpus through prepare.py and trains through train.py; an existing
+    folder is refused."""
+    from transformers import AutoTokenizer
+    export(ckpt, str(tmp_path / 'base'))
+    added = tmp_path / 'added'
+    extended = str(code_root / 'code' / 'tokenizer')
+    run_script('dev/hf_add_tokens.py', str(tmp_path / 'base'), extended, str(added))
+    tok = AutoTokenizer.from_pretrained(str(added))
+    new = json.loads((code_root / 'code' / 'tokenizer' / EXTENSION_FILE).read_text())['new_tokens']
+    assert len(tok) == 50368 + N
+    word = max((tok.decode(t['pieces']) for t in new), key=len)
+    assert tok(word, add_special_tokens=False)['input_ids'] == [tok.convert_tokens_to_ids(word)]
+    run_script('prepare.py', f'--dataset={domain}',
+               f"--out_dir={code_root / 'added'}", f'--tokenizer={added}', '--num_proc=1')
+    train(code_root, tmp_path / 'run', '--dataset=added', f'--init_from=hf:{added}',
+          '--max_iters=2', '--eval_interval=2')
+    trained = checkpoint_encoder(load_checkpoint(str(tmp_path / 'run' / 'ckpt.pt')))
+    assert trained.config.vocab_size == 50368 + N
+    again = run_script('dev/hf_add_tokens.py', str(tmp_path / 'base'), extended, str(added),
+                       check=False)
+    assert again.returncode == 1 and 'exists' in again.stderr
+
+
 def test_an_embedding_only_phase_then_everything_resumes_exactly(code_root, ckpt, tmp_path):
     """The usual recipe: grow, train the vocabulary rows alone, then everything; resumed in the
     embedding-only phase and right after it ends."""

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What a domain vocabulary buys, at equal wall-clock (docs/domain.md): continued pre-training of one
+# start model on a domain corpus in four arms, for each seed two arms side by side, one thread each
+# on the 2 cores (so the arms of a pair share the machine's load), then MLM loss per byte of the
+# held-out files for every checkpoint.
+#   pieces: prepare.py --extend_tokenizer=N, the new rows from their pieces (train.py's default)
+#   random: the same tokens, the new rows drawn as a new model's (--grow_rows=random)
+#   none:   the base tokenizer, plain continued pre-training
+#   added:  the same strings through transformers' add_tokens and resize_token_embeddings
+#           (dev/hf_add_tokens.py)
+# The three arms with new rows train them alone for their first 100 iterations
+# (config/domain_cpu.py); the plain arm trains everything from the start.
+#   bash dev/domain_arms.sh <corpus folder> <start ckpt> <N> <seconds> <out folder> <seed>...
+#   bash dev/domain_arms.sh data/raw/code out-downstream/ckpt.pt 2000 600 runs/arms 1 2 3
+set -euo pipefail
+corpus=$1 start=$2 n=$3 budget=$4 out=$5
+shift 5
+mkdir -p "$out"
+export OMP_NUM_THREADS=1 WANDB_MODE=disabled
+PY=${PY:-.venv/bin/python}
+base=$($PY -c "import sys, torch; print(torch.load(sys.argv[1])['tokenizer']['name'])" "$start")
+prep() {  # data folder, then prepare.py arguments
+    [ -f "$out/$1/meta.json" ] || $PY prepare.py --dataset="$corpus" --out_dir="$out/$1" \
+        --num_proc=1 "${@:2}" > "$out/$1.log" 2>&1
+}
+prep data_none --tokenizer="$base"
+prep data_ext --tokenizer="$base" --extend_tokenizer="$n"
+if [ ! -d "$out/hf_added" ]; then
+    $PY export_hf.py --ckpt="$start" --out="$out/hf_start"
+    $PY dev/hf_add_tokens.py "$out/hf_start" "$out/data_ext/tokenizer" "$out/hf_added"
+fi
+prep data_added --tokenizer="$out/hf_added"
+arm() {  # arm name, seed, then train.py arguments
+    $PY train.py config/domain_cpu.py --time_budget="$budget" --eval_interval=250 --seed="$2" \
+        --out_dir="$out/$1_s$2" "${@:3}" > "$out/$1_s$2.log" 2>&1
+}
+for s in "$@"; do
+    arm pieces "$s" --init_from="$start" --dataset="$out/data_ext" &
+    arm none "$s" --init_from="$start" --dataset="$out/data_none" --schedule=[] &
+    wait
+    arm random "$s" --init_from="$start" --dataset="$out/data_ext" --grow_rows=random &
+    arm added "$s" --init_from="hf:$out/hf_added" --dataset="$out/data_added" &
+    wait
+done
+$PY dev/domain_eval.py "$out/data_none" "$out"/*_s*/ckpt.pt > "$out/loss_per_byte.jsonl"
