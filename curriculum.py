@@ -233,9 +233,9 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict,
     base gives its text; rows='random': drawn as a new model's are), and each piece that starts
     new tokens shares out, by train counts, the logit it had at the decoder's mean input with them
     (slots past the new tokens share [UNK]'s): on average over positions every old token keeps
-    its probability or splits it with the new tokens that begin with it. Returns what it did and how far it moved the model's predictions
-    on held-out text read in base tokens: KL(before || after, the new tokens' probabilities folded
-    into their first pieces), per masked token."""
+    its probability or splits it with the new tokens that begin with it. Returns what it did and
+    how far it moved the model's predictions on held-out text read in base tokens: KL(before ||
+    after, the new tokens' probabilities folded into their first pieces), per masked token."""
     spelled = {t['id']: t['pieces'] for t in extension['new_tokens']}
     size, unk = cur.full_space.size, cur.meta['unk_token_id']
     spare = sorted(set(range(model.config.vocab_size, size)) - spelled.keys())
