@@ -27,11 +27,12 @@ from tokenizer import load_tokenizer, recorded_hf_tokenizer  # noqa: E402
 WORD_SHARE, BLOCK = 0.15, 128
 
 
-def held_out_documents(data_dir: str) -> list[str]:
+def documents(data_dir: str, split: str = 'val') -> list[str]:
+    """The text of a split's documents, decoded from its token files."""
     meta = load_dataset(data_dir, BLOCK, f'prepare {data_dir} first')
     tok = load_tokenizer(meta['tokenizer'])
     ids = np.concatenate([np.fromfile(p, dtype=meta['dtype'])
-                          for p in shard_paths(data_dir, 'val', meta)]).astype(np.int64)
+                          for p in shard_paths(data_dir, split, meta)]).astype(np.int64)
     ends = np.flatnonzero(ids == meta['sep_token_id'])
     starts = np.concatenate([[0], ends[:-1] + 1])
     return [tok.decode(ids[s + 1:e].tolist()) for s, e in zip(starts, ends)]
@@ -72,7 +73,7 @@ def document_loss(model, tok, text: str, words: list[tuple[int, int]]) -> float:
 def main() -> None:
     if len(sys.argv) < 3:
         fail('usage: python dev/domain_eval.py <prepared data folder> <checkpoint>...')
-    docs = held_out_documents(sys.argv[1])
+    docs = documents(sys.argv[1])
     words = [chosen_words(d) for d in docs]
     nbytes = np.array([sum(len(d[a:b].encode()) for a, b in w) for d, w in zip(docs, words)])
     for source in sys.argv[2:]:

@@ -320,3 +320,31 @@ def test_growth_under_ddp_equals_one_process(code_root, ckpt, tmp_path):
     single, two = losses(tmp_path / 'single'), losses(tmp_path / 'ddp')
     assert single.keys() == two.keys() == {0, 1}
     assert all(single[it] == pytest.approx(two[it], rel=1e-5) for it in single)
+
+
+def test_the_pinned_corpus_and_its_code_family_task(tmp_path):
+    """dev/domain_corpus.py pins a corpus by package version; dev/domain_task.py builds the
+    downstream task from modeling files outside it: no function's lines occur in the corpus, the
+    splits are disjoint, every family has its share, and another version or an existing folder is
+    refused in one line."""
+    corpus, task = tmp_path / 'code', tmp_path / 'task'
+    version = transformers.__version__
+    run_script('dev/domain_corpus.py', f'transformers=={version}', '0.3', str(corpus))
+    assert json.loads((tmp_path / 'code.json').read_text())['version'] == version
+    wrong = run_script('dev/domain_corpus.py', 'transformers==0.0.1', '0.3', str(tmp_path / 'x'),
+                       check=False)
+    assert wrong.returncode == 1 and len(wrong.stderr.strip().splitlines()) == 1
+    assert 'pip install transformers==0.0.1' in wrong.stderr
+    run_script('dev/domain_task.py', str(corpus), str(task))
+    rows = {s: [json.loads(line) for line in (task / f'{s}.jsonl').read_text().splitlines()]
+            for s in ('train', 'dev', 'test')}
+    texts = [r['text'] for split in rows.values() for r in split]
+    assert len(texts) == len(set(texts)) == 24 * 40
+    labels = {r['label'] for r in rows['train']}
+    assert len(labels) == 24 and {r['label'] for r in rows['test']} <= labels
+    read = '\n'.join(line.strip() for p in corpus.iterdir()
+                     for line in p.read_text().splitlines() if line.strip())
+    for text in texts:
+        assert '\n'.join(line.strip() for line in text.splitlines() if line.strip()) not in read
+    again = run_script('dev/domain_task.py', str(corpus), str(task), check=False)
+    assert again.returncode == 1 and 'exists' in again.stderr

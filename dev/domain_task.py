@@ -1,0 +1,93 @@
+"""
+A downstream task on the pinned code corpus (docs/domain.md): which model family a function of
+transformers comes from. The functions come from the package's modeling files that the corpus does
+not hold, so neither the start model nor continued pre-training on the corpus read them; a function
+whose lines (indentation aside) occur in a corpus file is dropped (transformers copies code between
+models), as is one found in two families. The FAMILIES families with the most such functions are
+the classes, PER_FAMILY functions each, chosen and split into train, dev and test by the sha256 of
+their text. Writes train.jsonl, dev.jsonl and test.jsonl for finetune.py --task=files.
+
+    python dev/domain_task.py data/raw/code tasks/code_family
+    python finetune.py --init_from=out-code/ckpt.pt --task=files --pooling=mean \\
+        --train_file=tasks/code_family/train.jsonl --validation_file=tasks/code_family/dev.jsonl \\
+        --test_file=tasks/code_family/test.jsonl --baseline=scratch
+"""
+import ast
+import hashlib
+import json
+import os
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from domain_corpus import corpus_name, package_root  # noqa: E402
+from errors import fail  # noqa: E402
+
+FAMILIES, PER_FAMILY, MIN_LINES = 24, 40, 3
+SPLITS = (('train', 0.6), ('dev', 0.8), ('test', 1.0))  # by the hash's position in [0, 1)
+
+
+def functions(text: str) -> list[str]:
+    """A module's functions and methods, dedented; nested ones stay inside their parents."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    nodes = [n for top in tree.body
+             for n in [top] + (top.body if isinstance(top, ast.ClassDef) else [])]
+    found = [textwrap.dedent(' ' * n.col_offset + ast.get_source_segment(text, n))
+             for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [f for f in found if f.count('\n') + 1 >= MIN_LINES]
+
+
+def lines_of(text: str) -> str:
+    return '\n'.join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def digest(text: str) -> float:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 16 ** 8
+
+
+def main() -> None:
+    if len(sys.argv) != 3:
+        fail('usage: python dev/domain_task.py <corpus folder of dev/domain_corpus.py> '
+             '<out folder>')
+    corpus, out = Path(sys.argv[1]), sys.argv[2]
+    try:
+        manifest = json.loads(corpus.with_name(f'{corpus.name}.json').read_text())
+    except (OSError, ValueError):
+        fail(f'{corpus}.json is missing: give a folder dev/domain_corpus.py wrote')
+    if os.path.exists(out):
+        fail(f'{out} exists: name a new folder')
+    root = package_root(manifest['package'], manifest['version'])
+    in_corpus = {p.name for p in corpus.iterdir()}
+    read = '\n'.join(lines_of(p.read_text(encoding='utf-8')) for p in corpus.iterdir())
+    family = {}
+    for path in sorted(root.glob('models/*/modeling_*.py')):
+        if corpus_name(root, path) not in in_corpus:
+            family.setdefault(path.parent.name, set()).update(
+                functions(path.read_text(encoding='utf-8')))
+    seen = Counter(f for fs in family.values() for f in fs)
+    fresh = {name: sorted((f for f in fs if seen[f] == 1 and lines_of(f) not in read), key=digest)
+             for name, fs in family.items()}
+    classes = sorted(sorted(fresh, key=lambda n: (-len(fresh[n]), n))[:FAMILIES])
+    if len(fresh[classes[-1]]) < PER_FAMILY:
+        fail(f'only {len(classes)} families hold {PER_FAMILY} functions outside the corpus')
+    rows = {name: [] for name, _ in SPLITS}
+    for name in classes:
+        for f in fresh[name][:PER_FAMILY]:
+            # the split reads other digits of the hash than the choice did
+            split = next(s for s, upto in SPLITS if digest(f[::-1]) < upto)
+            rows[split].append({'text': f, 'label': name})
+    os.makedirs(out)
+    for split, examples in rows.items():
+        with open(os.path.join(out, f'{split}.jsonl'), 'w') as f:
+            f.writelines(json.dumps(e) + '\n' for e in examples)
+    print(f"{out}: {len(classes)} families ({', '.join(classes)}), {PER_FAMILY} functions each: "
+          + ', '.join(f'{len(v)} {k}' for k, v in rows.items()))
+
+
+if __name__ == '__main__':
+    main()
