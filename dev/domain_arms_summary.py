@@ -1,0 +1,60 @@
+"""
+The table of dev/domain_arms.sh's folder (docs/domain.md): for each arm and seed the iterations,
+the tokens trained and the text they hold (in the plain tokenizer's tokens), grow_kl and the loss
+per byte; then each arm's mean and the paired differences from the 'pieces' arm by seed, with
+95% t-intervals over seeds.
+
+    python dev/domain_arms_summary.py runs/arms
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447}  # t quantiles by df
+DATA = {'pieces': 'data_ext', 'random': 'data_ext', 'none': 'data_none', 'added': 'data_added'}
+
+
+def train_tokens(folder: str) -> int:
+    return sum(os.path.getsize(os.path.join(folder, f)) // 2
+               for f in os.listdir(folder) if f.startswith('train') and f.endswith('.bin'))
+
+
+def t_interval(values: np.ndarray) -> str:
+    half = T975[len(values) - 1] * values.std(ddof=1) / np.sqrt(len(values))
+    return f'{values.mean():.4f} ({values.mean() - half:.4f} to {values.mean() + half:.4f})'
+
+
+def main() -> None:
+    out = sys.argv[1]
+    with open(os.path.join(out, 'loss_per_byte.jsonl')) as f:
+        scores = [json.loads(line) for line in f]
+    tokens = {d: train_tokens(os.path.join(out, d)) for d in set(DATA.values())}
+    rows = {}
+    for s in scores:
+        run = os.path.basename(os.path.dirname(s['init_from']))
+        arm, seed = run.rsplit('_s', 1)
+        with open(os.path.join(out, run, 'metrics.jsonl')) as f:
+            records = [json.loads(line) for line in f]
+        trained = max(r['tokens'] for r in records if 'tokens' in r)
+        grown = [r['grow_kl'] for r in records if r.get('op') == 'grow_into_tokenizer']
+        rows.setdefault(arm, {})[seed] = dict(
+            iters=max(r['iter'] for r in records), tokens=trained,
+            text_in_plain_tokens=round(trained * tokens['data_none'] / tokens[DATA[arm]]),
+            grow_kl=grown[0] if grown else None, loss_per_byte=s['loss_per_byte'],
+            files_interval=s['interval'])
+    for arm, seeds in rows.items():
+        for seed, row in sorted(seeds.items()):
+            print(arm, seed, row)
+    for arm, seeds in rows.items():
+        print(f"{arm}: {t_interval(np.array([r['loss_per_byte'] for r in seeds.values()]))}")
+    for arm in rows.keys() - {'pieces'}:
+        common = sorted(rows['pieces'].keys() & rows[arm].keys())
+        d = np.array([rows['pieces'][s]['loss_per_byte'] - rows[arm][s]['loss_per_byte']
+                      for s in common])
+        print(f'pieces - {arm}, per seed {np.round(d, 4).tolist()}: {t_interval(d)}')
+
+
+if __name__ == '__main__':
+    main()
