@@ -2,7 +2,8 @@
 # What a domain vocabulary buys, at equal wall-clock (docs/domain.md): continued pre-training of one
 # start model on a domain corpus in four arms, for each seed two arms side by side, one thread each
 # on the 2 cores (so the arms of a pair share the machine's load), then MLM loss per byte of the
-# held-out files for every checkpoint.
+# held-out files for every checkpoint. PAIRS says which arms run side by side (and which run at
+# all): by default 'pieces,random none,added', so the close comparison shares the load.
 #   pieces: prepare.py --extend_tokenizer=N, the new rows from their pieces (train.py's default)
 #   random: the same tokens, the new rows drawn as a new model's (--grow_rows=random)
 #   none:   the base tokenizer, plain continued pre-training
@@ -15,6 +16,12 @@
 set -euo pipefail
 corpus=$1 start=$2 n=$3 budget=$4 out=$5
 shift 5
+pairs=${PAIRS:-pieces,random none,added}
+for a in ${pairs//,/ }; do
+    case $a in pieces|random|none|added) ;;
+        *) echo "PAIRS: unknown arm '$a'; the arms are pieces, random, none, added" >&2; exit 1 ;;
+    esac
+done
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled
 PY=${PY:-.venv/bin/python}
@@ -34,12 +41,19 @@ arm() {  # arm name, seed, then train.py arguments
     $PY train.py config/domain_cpu.py --time_budget="$budget" --eval_interval=250 --seed="$2" \
         --out_dir="$out/$1_s$2" "${@:3}" > "$out/$1_s$2.log" 2>&1
 }
+run() {  # arm name, seed
+    case $1 in
+        pieces) arm pieces "$2" --init_from="$start" --dataset="$out/data_ext" ;;
+        random) arm random "$2" --init_from="$start" --dataset="$out/data_ext" --grow_rows=random ;;
+        none) arm none "$2" --init_from="$start" --dataset="$out/data_none" --schedule=[] ;;
+        added) arm added "$2" --init_from="hf:$out/hf_added" --dataset="$out/data_added" ;;
+    esac
+}
 for s in "$@"; do
-    arm pieces "$s" --init_from="$start" --dataset="$out/data_ext" &
-    arm none "$s" --init_from="$start" --dataset="$out/data_none" --schedule=[] &
-    wait
-    arm random "$s" --init_from="$start" --dataset="$out/data_ext" --grow_rows=random &
-    arm added "$s" --init_from="hf:$out/hf_added" --dataset="$out/data_added" &
-    wait
+    for pair in $pairs; do
+        run "${pair%,*}" "$s" &
+        run "${pair#*,}" "$s" &
+        wait
+    done
 done
 $PY dev/domain_eval.py "$out/data_none" "$out"/*_s*/ckpt.pt > "$out/loss_per_byte.jsonl"
