@@ -3,8 +3,14 @@ MLM loss per byte of held-out text, comparable across tokenizers (docs/domain.md
 the val split of a prepared dataset (the split is by document text, so the same for every tokenizer
 of one corpus). Every model masks the same whole words: 15% of the runs of word characters (\\w+) of
 each document, chosen by a seed taken from its text; each of its tokens that overlaps a chosen word
-becomes [MASK]. The score sums the cross-entropy over those tokens and divides it by the UTF-8 bytes
-of the chosen words; the interval resamples documents. One JSON line per checkpoint.
+becomes [MASK]. Two scores divide a cross-entropy summed over those tokens by the UTF-8 bytes of the
+chosen words:
+- loss_per_byte: every masked token predicted at once, as in training. A word cut into more tokens
+  scores worse even under a perfect model, since its tokens are guessed without each other.
+- chain_loss_per_byte: by the chain rule, a word's tokens one at a time, left to right, the earlier
+  ones shown. That is the word's probability, so tokenizers compare fairly; it costs one forward
+  pass per token of the longest word in a window.
+The intervals resample documents. One JSON line per checkpoint.
 
     python dev/domain_eval.py data/code out-a/ckpt.pt out-b/ckpt.pt > scores.jsonl
 """
@@ -44,30 +50,47 @@ def chosen_words(text: str) -> list[tuple[int, int]]:
     return sorted(rng.sample(spans, max(1, round(WORD_SHARE * len(spans))))) if spans else []
 
 
+def summed_loss(logits: torch.Tensor, targets: torch.Tensor, pick: torch.Tensor) -> float:
+    return float(torch.nn.functional.cross_entropy(logits[pick].double(), targets[pick],
+                                                   reduction='sum'))
+
+
 @torch.no_grad()
-def document_loss(model, tok, text: str, words: list[tuple[int, int]]) -> float:
+def document_loss(model, tok, text: str, words: list[tuple[int, int]]) -> tuple[float, float]:
     """The summed cross-entropy of the tokens overlapping words, each window of BLOCK tokens read
-    with the chosen words masked."""
+    with the chosen words masked: all at once, and by the chain rule (the module's docstring)."""
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True,
               split_special_tokens=True)
     ids = torch.tensor(enc['input_ids'])
     starts = torch.tensor([a for a, _ in enc['offset_mapping']])
     ends = torch.tensor([b for _, b in enc['offset_mapping']])
-    masked = torch.zeros(len(ids), dtype=torch.bool)
-    for a, b in words:
-        masked |= (starts < b) & (ends > a)
-    total = 0.0
+    owner = torch.full((len(ids),), -1)  # the chosen word a token overlaps, -1 for none
+    for i, (a, b) in enumerate(words):
+        owner[(starts < b) & (ends > a) & (owner < 0)] = i
+    at_once = chain = 0.0
     for k in range(0, len(ids), BLOCK - 2):
-        window, hide = ids[k:k + BLOCK - 2], masked[k:k + BLOCK - 2]
+        window, word = ids[k:k + BLOCK - 2], owner[k:k + BLOCK - 2]
+        hide = word >= 0
         if not hide.any():
             continue
-        x = torch.cat([torch.tensor([tok.cls_token_id]),
-                       torch.where(hide, tok.mask_token_id, window),
-                       torch.tensor([tok.sep_token_id])])[None]
-        logits, _ = model(x, torch.ones_like(x))
-        total += float(torch.nn.functional.cross_entropy(logits[0, 1:-1][hide].double(),
-                                                         window[hide], reduction='sum'))
-    return total
+        first = {}  # a word's tokens are contiguous: its place is the distance from its first
+        place = torch.tensor([i - first.setdefault(w, i) for i, w in enumerate(word.tolist())])
+        steps = torch.arange(int(place[hide].max()) + 1)[:, None]  # step j shows places < j
+        shown = torch.where(hide & (place >= steps), tok.mask_token_id, window)
+        edge = torch.ones(len(steps), 1, dtype=torch.long)
+        x = torch.cat([edge * tok.cls_token_id, shown, edge * tok.sep_token_id], 1)
+        logits = model(x, torch.ones_like(x))[0][:, 1:-1]
+        targets = window.expand(len(steps), -1)
+        at_once += summed_loss(logits, targets, hide & (steps == 0))
+        chain += summed_loss(logits, targets, hide & (place == steps))
+    return at_once, chain
+
+
+def score(losses: np.ndarray, nbytes: np.ndarray) -> tuple[float, list[float]]:
+    """Loss per byte and its 95% interval, resampling documents."""
+    draws = np.random.default_rng(0).integers(0, len(losses), (2000, len(losses)))
+    boot = losses[draws].sum(1) / nbytes[draws].sum(1)
+    return losses.sum() / nbytes.sum(), np.quantile(boot, [0.025, 0.975]).tolist()
 
 
 def main() -> None:
@@ -81,14 +104,12 @@ def main() -> None:
         tok = recorded_hf_tokenizer(loaded.tokenizer, source)
         model = loaded.model.eval()
         losses = np.array([document_loss(model, tok, d, w) for d, w in zip(docs, words)])
-        rng = np.random.default_rng(0)
-        draws = rng.integers(0, len(docs), (2000, len(docs)))
-        boot = losses[draws].sum(1) / nbytes[draws].sum(1)
+        at_once, interval = score(losses[:, 0], nbytes)
+        chain, chain_interval = score(losses[:, 1], nbytes)
         print(json.dumps(dict(init_from=source, documents=len(docs), bytes=int(nbytes.sum()),
-                              loss_per_byte=losses.sum() / nbytes.sum(),
-                              interval=[float(np.quantile(boot, 0.025)),
-                                        float(np.quantile(boot, 0.975))])), flush=True)
-
+                              loss_per_byte=at_once, interval=interval,
+                              chain_loss_per_byte=chain, chain_interval=chain_interval)),
+              flush=True)
 
 if __name__ == '__main__':
     main()

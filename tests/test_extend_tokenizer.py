@@ -5,6 +5,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -348,3 +349,48 @@ def test_the_pinned_corpus_and_its_code_family_task(tmp_path):
         assert '\n'.join(line.strip() for line in text.splitlines() if line.strip()) not in read
     again = run_script('dev/domain_task.py', str(corpus), str(task), check=False)
     assert again.returncode == 1 and 'exists' in again.stderr
+
+
+class PreviousToken(torch.nn.Module):
+    """A stand-in encoder whose logits at a position depend on the token before it alone, so
+    showing a word's earlier tokens changes what its later ones score."""
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, None]:
+        before = torch.roll(x, 1, dims=-1)[..., None].double()
+        return 4 * torch.sin(0.37 * before + 0.011 * torch.arange(50368)), None
+
+
+def test_domain_eval_scores_a_word_by_the_chain_rule():
+    """dev/domain_eval.py: a word of one token scores the same both ways; a word of several tokens
+    scores, by the chain rule, what one forward pass per token gives with the earlier ones shown."""
+    spec = importlib.util.spec_from_file_location('domain_eval', f'{ROOT}/dev/domain_eval.py')
+    domain_eval = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(domain_eval)
+    model, tok = PreviousToken(), hf_tokenizer('gpt2')
+    text = 'def forward(self, hidden_states):\n    return torchvision_transformer(hidden_states)'
+    spans = {m.group(): m.span() for m in re.finditer(r'\w+', text)}
+    single = [spans['def'], spans['self'], spans['return']]
+    at_once, chain = domain_eval.document_loss(model, tok, text, single)
+    assert chain == pytest.approx(at_once, rel=1e-12)
+
+    words = [spans['forward'], spans['torchvision_transformer']]
+    at_once, chain = domain_eval.document_loss(model, tok, text, words)
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids = torch.tensor(enc['input_ids'])
+    parts = [[i for i, (s, e) in enumerate(enc['offset_mapping']) if s < b and e > a]
+             for a, b in words]
+    assert len(parts[1]) > 2
+
+    def loss_at(position: int, shown: list[int]) -> float:
+        hidden = [i for part in parts for i in part if i not in shown]
+        x = ids.clone()
+        x[hidden] = tok.mask_token_id
+        x = torch.cat([torch.tensor([tok.cls_token_id]), x, torch.tensor([tok.sep_token_id])])
+        logits = model(x[None], torch.ones_like(x)[None])[0][0, 1:-1]
+        return float(torch.nn.functional.cross_entropy(logits[position], ids[position]))
+
+    assert at_once == pytest.approx(sum(loss_at(i, []) for part in parts for i in part),
+                                    rel=1e-12)
+    assert chain == pytest.approx(sum(loss_at(i, part[:j]) for part in parts
+                                      for j, i in enumerate(part)), rel=1e-12)
+    assert chain != pytest.approx(at_once, rel=1e-2)
