@@ -1,8 +1,9 @@
 """
 The table of dev/domain_arms.sh's folder (docs/domain.md): for each arm and seed the iterations,
 the tokens trained and the text they hold (in the plain tokenizer's tokens), grow_kl and the loss
-per byte; then each arm's mean and the paired differences from the 'pieces' arm by seed, with
-95% t-intervals over seeds.
+per byte (all at once, and by the chain rule where dev/domain_eval.py scored it); then for each
+score each arm's mean and the paired differences from the 'pieces' arm by seed, with 95%
+t-intervals over seeds.
 
     python dev/domain_arms_summary.py runs/arms
 """
@@ -43,17 +44,20 @@ def main() -> None:
             iters=max(r['iter'] for r in records), tokens=trained,
             text_in_plain_tokens=round(trained * tokens['data_none'] / tokens[DATA[arm]]),
             grow_kl=grown[0] if grown else None, loss_per_byte=s['loss_per_byte'],
-            files_interval=s['interval'])
+            files_interval=s['interval'], chain_loss_per_byte=s.get('chain_loss_per_byte'))
     for arm, seeds in rows.items():
         for seed, row in sorted(seeds.items()):
             print(arm, seed, row)
-    for arm, seeds in rows.items():
-        print(f"{arm}: {t_interval(np.array([r['loss_per_byte'] for r in seeds.values()]))}")
-    for arm in rows.keys() - {'pieces'}:
-        common = sorted(rows['pieces'].keys() & rows[arm].keys())
-        d = np.array([rows['pieces'][s]['loss_per_byte'] - rows[arm][s]['loss_per_byte']
-                      for s in common])
-        print(f'pieces - {arm}, per seed {np.round(d, 4).tolist()}: {t_interval(d)}')
+    for score in ('loss_per_byte', 'chain_loss_per_byte'):
+        if any(r[score] is None for seeds in rows.values() for r in seeds.values()):
+            continue
+        print(score)
+        for arm, seeds in rows.items():
+            print(f"{arm}: {t_interval(np.array([r[score] for r in seeds.values()]))}")
+        for arm in rows.keys() - {'pieces'}:
+            common = sorted(rows['pieces'].keys() & rows[arm].keys())
+            d = np.array([rows['pieces'][s][score] - rows[arm][s][score] for s in common])
+            print(f'pieces - {arm}, per seed {np.round(d, 4).tolist()}: {t_interval(d)}')
 
 
 if __name__ == '__main__':
