@@ -2,8 +2,9 @@
 # What a domain vocabulary buys, at equal wall-clock (docs/domain.md): continued pre-training of one
 # start model on a domain corpus in four arms, for each seed two arms side by side, one thread each
 # on the 2 cores (so the arms of a pair share the machine's load), then MLM loss per byte of the
-# held-out files for every checkpoint. PAIRS says which arms run side by side (and which run at
-# all): by default 'pieces,random none,added', so the close comparison shares the load.
+# held-out files for each run, added to <out>/loss_per_byte.jsonl. PAIRS says which arms run side
+# by side (and which run at all): by default 'pieces,random none,added', so that the close
+# comparison shares the load.
 #   pieces: prepare.py --extend_tokenizer=N, the new rows from their pieces (train.py's default)
 #   random: the same tokens, the new rows drawn as a new model's (--grow_rows=random)
 #   none:   the base tokenizer, plain continued pre-training
@@ -56,4 +57,11 @@ for s in "$@"; do
         wait
     done
 done
-$PY dev/domain_eval.py "$out/data_none" "$out"/*_s*/ckpt.pt > "$out/loss_per_byte.jsonl"
+# Score this call's runs, on both cores now that training is done (a forward pass for each token of
+# the longest word makes the chain-rule score the slow one), and add them to the folder's scores.
+ckpts=()
+for s in "$@"; do
+    for a in ${pairs//,/ }; do ckpts+=("$out/${a}_s$s/ckpt.pt"); done
+done
+OMP_NUM_THREADS=2 $PY dev/domain_eval.py "$out/data_none" "${ckpts[@]}" \
+    >> "$out/loss_per_byte.jsonl"
