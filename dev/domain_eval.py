@@ -8,8 +8,10 @@ chosen words:
 - loss_per_byte: every masked token predicted at once, as in training. A word cut into more tokens
   scores worse even under a perfect model, since its tokens are guessed without each other.
 - chain_loss_per_byte: by the chain rule, a word's tokens one at a time, left to right, the earlier
-  ones shown. That is the word's probability, so tokenizers compare fairly; it costs one forward
-  pass per token of the longest word in a window.
+  ones shown, so a word in more tokens is no longer guessed blind. Pass j of a window scores token
+  j of every masked word with the first j tokens of every masked word shown (one pass per token of
+  the longest word, not one per token): neighbouring words' prefixes are context too, which if
+  anything helps finer tokenizers.
 The intervals resample documents. One JSON line per checkpoint.
 
     python dev/domain_eval.py data/code out-a/ckpt.pt out-b/ckpt.pt > scores.jsonl

@@ -352,17 +352,19 @@ def test_the_pinned_corpus_and_its_code_family_task(tmp_path):
 
 
 class PreviousToken(torch.nn.Module):
-    """A stand-in encoder whose logits at a position depend on the token before it alone, so
-    showing a word's earlier tokens changes what its later ones score."""
+    """A stand-in encoder whose logits at a position depend on the token before it and on the sum
+    of all the input ids, so what is shown anywhere in the window changes every score."""
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, None]:
         before = torch.roll(x, 1, dims=-1)[..., None].double()
-        return 4 * torch.sin(0.37 * before + 0.011 * torch.arange(50368)), None
+        total = x.sum(-1, keepdim=True)[..., None].double()
+        return 4 * torch.sin(0.37 * before + 1e-4 * total + 0.011 * torch.arange(50368)), None
 
 
 def test_domain_eval_scores_a_word_by_the_chain_rule():
-    """dev/domain_eval.py: a word of one token scores the same both ways; a word of several tokens
-    scores, by the chain rule, what one forward pass per token gives with the earlier ones shown."""
+    """dev/domain_eval.py: a word of one token scores the same both ways; by the chain rule, step j
+    scores every masked word's token j with the tokens before it in each masked word shown, as one
+    forward pass per token gives."""
     spec = importlib.util.spec_from_file_location('domain_eval', f'{ROOT}/dev/domain_eval.py')
     domain_eval = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(domain_eval)
@@ -391,6 +393,7 @@ def test_domain_eval_scores_a_word_by_the_chain_rule():
 
     assert at_once == pytest.approx(sum(loss_at(i, []) for part in parts for i in part),
                                     rel=1e-12)
-    assert chain == pytest.approx(sum(loss_at(i, part[:j]) for part in parts
+    shown_at = [[i for part in parts for i in part[:j]] for j in range(len(parts[1]))]
+    assert chain == pytest.approx(sum(loss_at(i, shown_at[j]) for part in parts
                                       for j, i in enumerate(part)), rel=1e-12)
     assert chain != pytest.approx(at_once, rel=1e-2)
