@@ -3,7 +3,8 @@ The table of dev/domain_arms.sh's folder (docs/domain.md): for each arm and seed
 the tokens trained and the text they hold (in the plain tokenizer's tokens), grow_kl and the loss
 per byte (all at once, and by the chain rule where dev/domain_eval.py scored it); then for each
 score each arm's mean and the paired differences from the 'pieces' arm by seed, with 95%
-t-intervals over seeds.
+t-intervals over seeds, and where dev/domain_eval.py saved each document's losses, a 95% interval
+of the difference over documents (the seeds held).
 
     python dev/domain_arms_summary.py runs/arms
 """
@@ -12,6 +13,7 @@ import os
 import sys
 
 import numpy as np
+from domain_eval import score as score_documents
 
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447}  # t quantiles by df
 DATA = {'pieces': 'data_ext', 'random': 'data_ext', 'none': 'data_none', 'added': 'data_added'}
@@ -32,7 +34,7 @@ def main() -> None:
     with open(os.path.join(out, 'loss_per_byte.jsonl')) as f:
         scores = [json.loads(line) for line in f]
     tokens = {d: train_tokens(os.path.join(out, d)) for d in set(DATA.values())}
-    rows = {}
+    rows, per_document = {}, {}
     for s in scores:
         run = os.path.basename(os.path.dirname(s['init_from']))
         arm, seed = run.rsplit('_s', 1)
@@ -45,10 +47,12 @@ def main() -> None:
             text_in_plain_tokens=round(trained * tokens['data_none'] / tokens[DATA[arm]]),
             grow_kl=grown[0] if grown else None, loss_per_byte=s['loss_per_byte'],
             files_interval=s['interval'], chain_loss_per_byte=s.get('chain_loss_per_byte'))
+        if 'document_losses' in s:
+            per_document[arm, seed] = np.array(s['document_losses']), np.array(s['document_bytes'])
     for arm, seeds in rows.items():
         for seed, row in sorted(seeds.items()):
             print(arm, seed, row)
-    for score in ('loss_per_byte', 'chain_loss_per_byte'):
+    for k, score in enumerate(('loss_per_byte', 'chain_loss_per_byte')):
         if any(r[score] is None for seeds in rows.values() for r in seeds.values()):
             continue
         print(score)
@@ -58,7 +62,13 @@ def main() -> None:
             common = sorted(rows['pieces'].keys() & rows[arm].keys())
             d = np.array([rows['pieces'][s][score] - rows[arm][s][score] for s in common])
             print(f'pieces - {arm}, per seed {np.round(d, 4).tolist()}: {t_interval(d)}')
-
+            if all(('pieces', s) in per_document and (arm, s) in per_document for s in common):
+                # the same seeds, documents resampled: how much the 11 files alone could move it
+                gap = sum(per_document['pieces', s][0][:, k] - per_document[arm, s][0][:, k]
+                          for s in common)
+                value, (lo, hi) = score_documents(gap, per_document['pieces', common[0]][1]
+                                                  * len(common))
+                print(f'  over documents: {value:.4f} ({lo:.4f} to {hi:.4f})')
 
 if __name__ == '__main__':
     main()

@@ -12,7 +12,8 @@ chosen words:
   j of every masked word with the first j tokens of every masked word shown (one pass per token of
   the longest word, not one per token): neighbouring words' prefixes are context too, which if
   anything helps finer tokenizers.
-The intervals resample documents. One JSON line per checkpoint.
+The intervals resample documents. One JSON line per checkpoint, with each document's bytes and
+summed losses (both ways), for intervals over documents of a difference between checkpoints.
 
     python dev/domain_eval.py data/code out-a/ckpt.pt out-b/ckpt.pt > scores.jsonl
 """
@@ -110,7 +111,8 @@ def main() -> None:
         chain, chain_interval = score(losses[:, 1], nbytes)
         print(json.dumps(dict(init_from=source, documents=len(docs), bytes=int(nbytes.sum()),
                               loss_per_byte=at_once, interval=interval,
-                              chain_loss_per_byte=chain, chain_interval=chain_interval)),
+                              chain_loss_per_byte=chain, chain_interval=chain_interval,
+                              document_bytes=nbytes.tolist(), document_losses=losses.tolist())),
               flush=True)
 
 if __name__ == '__main__':
