@@ -25,6 +25,8 @@ def train_tokens(folder: str) -> int:
 
 
 def t_interval(values: np.ndarray) -> str:
+    if len(values) == 1:
+        return f'{values[0]:.4f} (one seed)'
     half = T975[len(values) - 1] * values.std(ddof=1) / np.sqrt(len(values))
     return f'{values.mean():.4f} ({values.mean() - half:.4f} to {values.mean() + half:.4f})'
 
