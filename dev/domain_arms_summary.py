@@ -60,7 +60,7 @@ def main() -> None:
         print(score)
         for arm, seeds in rows.items():
             print(f"{arm}: {t_interval(np.array([r[score] for r in seeds.values()]))}")
-        for arm in rows.keys() - {'pieces'}:
+        for arm in [a for a in rows if a != 'pieces']:  # in the file's order, run to run
             common = sorted(rows['pieces'].keys() & rows[arm].keys())
             d = np.array([rows['pieces'][s][score] - rows[arm][s][score] for s in common])
             print(f'pieces - {arm}, per seed {np.round(d, 4).tolist()}: {t_interval(d)}')
@@ -71,6 +71,7 @@ def main() -> None:
                 value, (lo, hi) = score_documents(gap, per_document['pieces', common[0]][1]
                                                   * len(common))
                 print(f'  over documents: {value:.4f} ({lo:.4f} to {hi:.4f})')
+
 
 if __name__ == '__main__':
     main()

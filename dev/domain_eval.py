@@ -115,5 +115,6 @@ def main() -> None:
                               document_bytes=nbytes.tolist(), document_losses=losses.tolist())),
               flush=True)
 
+
 if __name__ == '__main__':
     main()
