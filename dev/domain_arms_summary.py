@@ -4,9 +4,11 @@ the tokens trained and the text they hold (in the plain tokenizer's tokens), gro
 per byte (all at once, and by the chain rule where dev/domain_eval.py scored it); then for each
 score each arm's mean and the paired differences from the 'pieces' arm by seed, with 95%
 t-intervals over seeds, and where dev/domain_eval.py saved each document's losses, a 95% interval
-of the difference over documents (the seeds held).
+of the difference over documents (the seeds held). The scores are the folder's loss_per_byte.jsonl,
+or the file named second (dev/domain_eval.py --unseen_lines's, say).
 
     python dev/domain_arms_summary.py runs/arms
+    python dev/domain_arms_summary.py runs/arms runs/arms/unseen_lines.jsonl
 """
 import json
 import os
@@ -33,7 +35,7 @@ def t_interval(values: np.ndarray) -> str:
 
 def main() -> None:
     out = sys.argv[1]
-    with open(os.path.join(out, 'loss_per_byte.jsonl')) as f:
+    with open(sys.argv[2] if len(sys.argv) > 2 else os.path.join(out, 'loss_per_byte.jsonl')) as f:
         scores = [json.loads(line) for line in f]
     tokens = {d: train_tokens(os.path.join(out, d)) for d in set(DATA.values())}
     rows, per_document = {}, {}

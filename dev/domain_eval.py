@@ -14,8 +14,12 @@ chosen words:
   anything helps finer tokenizers.
 The intervals resample documents. One JSON line per checkpoint, with each document's bytes and
 summed losses (both ways), for intervals over documents of a difference between checkpoints.
+--unseen_lines draws the words only from lines that no train document holds (compared stripped):
+held-out files of one package share licence headers, imports and idioms with its train files, and
+this scores what continued pre-training could not have read.
 
     python dev/domain_eval.py data/code out-a/ckpt.pt out-b/ckpt.pt > scores.jsonl
+    python dev/domain_eval.py --unseen_lines data/code out-a/ckpt.pt > unseen.jsonl
 """
 import hashlib
 import json
@@ -47,8 +51,15 @@ def documents(data_dir: str, split: str = 'val') -> list[str]:
     return [tok.decode(ids[s + 1:e].tolist()) for s, e in zip(starts, ends)]
 
 
-def chosen_words(text: str) -> list[tuple[int, int]]:
-    spans = [m.span() for m in re.finditer(r'\w+', text)]
+def train_lines(data_dir: str) -> set[str]:
+    return {line.strip() for d in documents(data_dir, 'train') for line in d.splitlines()} - {''}
+
+
+def chosen_words(text: str, seen: set[str] = frozenset()) -> list[tuple[int, int]]:
+    """15% of the words of text, drawn from its lines outside seen (a word never spans lines)."""
+    spans = [(line.start() + a, line.start() + b) for line in re.finditer(r'[^\n]+', text)
+             if line.group().strip() not in seen
+             for a, b in (m.span() for m in re.finditer(r'\w+', line.group()))]
     rng = random.Random(hashlib.sha256(text.encode()).hexdigest())
     return sorted(rng.sample(spans, max(1, round(WORD_SHARE * len(spans))))) if spans else []
 
@@ -97,19 +108,25 @@ def score(losses: np.ndarray, nbytes: np.ndarray) -> tuple[float, list[float]]:
 
 
 def main() -> None:
-    if len(sys.argv) < 3:
-        fail('usage: python dev/domain_eval.py <prepared data folder> <checkpoint>...')
-    docs = documents(sys.argv[1])
-    words = [chosen_words(d) for d in docs]
+    args = sys.argv[1:]
+    unseen = args[:1] == ['--unseen_lines']
+    args = args[unseen:]
+    if len(args) < 2:
+        fail('usage: python dev/domain_eval.py [--unseen_lines] <prepared data folder> '
+             '<checkpoint>...')
+    docs = documents(args[0])
+    seen = train_lines(args[0]) if unseen else frozenset()
+    words = [chosen_words(d, seen) for d in docs]
     nbytes = np.array([sum(len(d[a:b].encode()) for a, b in w) for d, w in zip(docs, words)])
-    for source in sys.argv[2:]:
+    for source in args[1:]:
         loaded = load_model(source)
         tok = recorded_hf_tokenizer(loaded.tokenizer, source)
         model = loaded.model.eval()
         losses = np.array([document_loss(model, tok, d, w) for d, w in zip(docs, words)])
         at_once, interval = score(losses[:, 0], nbytes)
         chain, chain_interval = score(losses[:, 1], nbytes)
-        print(json.dumps(dict(init_from=source, documents=len(docs), bytes=int(nbytes.sum()),
+        print(json.dumps(dict(init_from=source, unseen_lines=unseen, documents=len(docs),
+                              bytes=int(nbytes.sum()),
                               loss_per_byte=at_once, interval=interval,
                               chain_loss_per_byte=chain, chain_interval=chain_interval,
                               document_bytes=nbytes.tolist(), document_losses=losses.tolist())),

@@ -5,6 +5,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import random
 import re
 import subprocess
 import sys
@@ -361,13 +362,18 @@ class PreviousToken(torch.nn.Module):
         return 4 * torch.sin(0.37 * before + 1e-4 * total + 0.011 * torch.arange(50368)), None
 
 
+def load_domain_eval():
+    spec = importlib.util.spec_from_file_location('domain_eval', f'{ROOT}/dev/domain_eval.py')
+    domain_eval = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(domain_eval)
+    return domain_eval
+
+
 def test_domain_eval_scores_a_word_by_the_chain_rule():
     """dev/domain_eval.py: a word of one token scores the same both ways; by the chain rule, step j
     scores every masked word's token j with the tokens before it in each masked word shown, as one
     forward pass per token gives."""
-    spec = importlib.util.spec_from_file_location('domain_eval', f'{ROOT}/dev/domain_eval.py')
-    domain_eval = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(domain_eval)
+    domain_eval = load_domain_eval()
     model, tok = PreviousToken(), hf_tokenizer('gpt2')
     text = 'def forward(self, hidden_states):\n    return torchvision_transformer(hidden_states)'
     spans = {m.group(): m.span() for m in re.finditer(r'\w+', text)}
@@ -397,3 +403,19 @@ def test_domain_eval_scores_a_word_by_the_chain_rule():
     assert chain == pytest.approx(sum(loss_at(i, shown_at[j]) for part in parts
                                       for j, i in enumerate(part)), rel=1e-12)
     assert chain != pytest.approx(at_once, rel=1e-2)
+
+
+def test_domain_eval_draws_unseen_words_only_from_lines_train_lacks():
+    """--unseen_lines: no chosen word lies on a line that train holds (stripped); without it the
+    draw is the one over every word of the text, so earlier scores stay reproducible."""
+    domain_eval = load_domain_eval()
+    lines = [f'    value_{i} = compute(value_{i - 1}, scale={i})' for i in range(40)]
+    text = '\n'.join(lines)
+    spans = [m.span() for m in re.finditer(r'\w+', text)]
+    rng = random.Random(hashlib.sha256(text.encode()).hexdigest())
+    assert domain_eval.chosen_words(text) == sorted(rng.sample(spans, round(0.15 * len(spans))))
+    seen = {line.strip() for line in lines[::2]}
+    words = domain_eval.chosen_words(text, seen)
+    starts = np.cumsum([0] + [len(line) + 1 for line in lines])
+    on_line = [int(np.searchsorted(starts, a, side='right')) - 1 for a, _ in words]
+    assert len(words) == round(0.15 * len(spans) / 2) and all(i % 2 == 1 for i in on_line)
