@@ -225,12 +225,16 @@ def group_shares(counts: torch.Tensor) -> torch.Tensor:
     return share.clamp(min=1e-30)
 
 
+GROW_ROWS = ('pieces', 'random', 'random_scaled')  # how a start model's new tokens begin
+
+
 @torch.no_grad()
 def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict,
                         rows: str = 'pieces') -> dict:
     """Grow a model of a base tokenizer into the data's, which extends it (prepare.py
     --extend_tokenizer): each new token's rows start as the mean of its pieces' rows (the ids the
-    base gives its text; rows='random': drawn as a new model's are), and each piece that starts
+    base gives its text; rows='random': drawn as a new model's are; 'random_scaled': so too, each
+    rescaled to the start model's mean row length), and each piece that starts
     new tokens shares out, by train counts, the logit it had at the decoder's mean input with them
     (slots past the new tokens share [UNK]'s): on average over positions every old token keeps
     its probability or splits it with the new tokens that begin with it. Returns what it did and
@@ -251,9 +255,11 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict,
     bias = model.decoder.bias  # without one, the rows alone start from the pieces
     anchor = (model.decoder.weight[firsts].double() @ mean_input.double()
               + (bias[firsts].double() if bias is not None else 0)).cpu()
+    trained = (model.model.tok_embeddings.weight.norm(dim=1).mean().item(),
+               model.decoder.weight.norm(dim=1).mean().item())
     model.resize_vocabulary(size, unk, noise_std=0.0)
-    if rows == 'random':  # the bias below still sets how much probability they start with
-        model.init_rows_randomly(list(spelled))
+    if rows != 'pieces':  # the bias below still sets how much probability they start with
+        model.init_rows_randomly(list(spelled), trained if rows == 'random_scaled' else None)
     pieces = spelled if rows == 'pieces' else {}
     counts = torch.as_tensor(cur.data['counts']())
     group, group_pieces, logits = [], [], []

@@ -624,14 +624,18 @@ class Encoder(nn.Module):
             self.decoder.bias[rows.to(w.device)] = bias.to(self.decoder.bias)
 
     @torch.no_grad()
-    def init_rows_randomly(self, ids: list[int]) -> None:
+    def init_rows_randomly(self, ids: list[int], norms: tuple[float, float] | None = None) -> None:
         """Draw the input embedding rows of ids (and their decoder rows, when untied) as a new
-        model's init draws them; decoder biases are left to the caller."""
+        model's init draws them, or with norms (input, decoder) each drawn row rescaled to that
+        length: random directions at a trained model's scale. Decoder biases are left to the
+        caller."""
         rows, (std_in, std_out) = torch.tensor(ids, dtype=torch.long), self._stds()
         untied = [] if self.config.tie_word_embeddings else [(self.decoder.weight, std_out)]
-        for w, std in [(self.model.tok_embeddings.weight, std_in)] + untied:
+        for k, (w, std) in enumerate([(self.model.tok_embeddings.weight, std_in)] + untied):
             fresh = torch.empty(len(ids), w.shape[1], dtype=w.dtype)
             self._draw(fresh, std)
+            if norms is not None:
+                fresh *= norms[k] / fresh.norm(dim=1, keepdim=True)
             w[rows.to(w.device)] = fresh.to(w.device)
 
     def set_embedding_finetune_mode(self, enabled: bool) -> None:

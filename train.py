@@ -17,7 +17,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from checkpoint import (NEW_PROGRESS, extended_history, fit_model_to_data, parse_init_from,
                         run_start, save_run, start_model)
 from configurator import check_at_least, check_choices
-from curriculum import (Curriculum, TimeBudget, load_run_remap, scheduled_values,
+from curriculum import (GROW_ROWS, Curriculum, TimeBudget, load_run_remap, scheduled_values,
                         validate_schedule)
 from data import load_counts, load_dataset, shard_paths
 from distill import HIDDEN_LOSSES, Teacher, check_distill_settings, check_same_teacher
@@ -109,7 +109,7 @@ shrunken_vocab_size = None  # must match the remapping file when given
 vocab_remapping_file = None  # data/<dataset>/vocab_K.pt from prepare.py
 rare_token_id = None  # None: the file's rare_id
 schedule = []  # operations; see docs/curriculum.md
-grow_rows = 'pieces'  # a token the start model lacks starts as its pieces' mean, or 'random'
+grow_rows = 'pieces'  # a new token starts as its pieces' mean, 'random' or 'random_scaled'
 # knowledge distillation (distill.py): a frozen teacher's soft targets on the predicted rows
 teacher = None  # a .pt, a Hugging Face folder or 'hf:<id>' with the data's tokenizer
 distill_weight = 0.5  # w in (1 - w) * MLM + w * T^2 * KL(teacher || student)
@@ -130,7 +130,7 @@ check_choices(config, dict(lr_schedule=LR_SCHEDULES, decay_shape=('linear', 'sqr
                            wandb_mode=('online', 'offline', 'disabled'),
                            optimizer_name=('adamw', 'stable_adamw'),
                            weight_decay_convention=('torch', 'decoupled'),
-                           decoder_bias_init=('unigram', 'zeros'), grow_rows=('pieces', 'random'),
+                           decoder_bias_init=('unigram', 'zeros'), grow_rows=GROW_ROWS,
                            distill_hidden_loss=HIDDEN_LOSSES))
 if not 0.0 < mask_rate < 1.0 or (eval_mask_rate is not None and not 0.0 < eval_mask_rate < 1.0):
     fail('mask_rate and eval_mask_rate must be in (0, 1)')

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # What a domain vocabulary buys, at equal wall-clock (docs/domain.md): continued pre-training of one
-# start model on a domain corpus in four arms, for each seed two arms side by side, one thread each
+# start model on a domain corpus in five arms, for each seed two arms side by side, one thread each
 # on the 2 cores (so the arms of a pair share the machine's load), then MLM loss per byte of the
 # held-out files for each run, added to <out>/loss_per_byte.jsonl. PAIRS says which arms run side
 # by side (and which run at all): by default 'pieces,random none,added', so that the close
 # comparison shares the load.
 #   pieces: prepare.py --extend_tokenizer=N, the new rows from their pieces (train.py's default)
 #   random: the same tokens, the new rows drawn as a new model's (--grow_rows=random)
+#   scaled: random rows at the start model's mean row length (--grow_rows=random_scaled)
 #   none:   the base tokenizer, plain continued pre-training
 #   added:  the same strings through transformers' add_tokens and resize_token_embeddings
 #           (dev/hf_add_tokens.py)
@@ -19,8 +20,9 @@ corpus=$1 start=$2 n=$3 budget=$4 out=$5
 shift 5
 pairs=${PAIRS:-pieces,random none,added}
 for a in ${pairs//,/ }; do
-    case $a in pieces|random|none|added) ;;
-        *) echo "PAIRS: unknown arm '$a'; the arms are pieces, random, none, added" >&2; exit 1 ;;
+    case $a in pieces|random|scaled|none|added) ;;
+        *) echo "PAIRS: unknown arm '$a'; the arms are pieces, random, scaled, none, added" >&2
+            exit 1 ;;
     esac
 done
 mkdir -p "$out"
@@ -46,6 +48,8 @@ run() {  # arm name, seed
     case $1 in
         pieces) arm pieces "$2" --init_from="$start" --dataset="$out/data_ext" ;;
         random) arm random "$2" --init_from="$start" --dataset="$out/data_ext" --grow_rows=random ;;
+        scaled) arm scaled "$2" --init_from="$start" --dataset="$out/data_ext" \
+            --grow_rows=random_scaled ;;
         none) arm none "$2" --init_from="$start" --dataset="$out/data_none" --schedule=[] ;;
         added) arm added "$2" --init_from="hf:$out/hf_added" --dataset="$out/data_added" ;;
     esac

@@ -193,10 +193,10 @@ def test_a_model_of_the_base_grows_into_the_extended_tokenizer(code_root, ckpt, 
 
 def test_random_rows_are_drawn_as_a_new_models_and_share_the_biases(code_root, ckpt, tmp_path):
     """--grow_rows=random, the baseline of docs/domain.md: the new rows are drawn at the init's
-    scale instead of from their pieces; the old rows and the old tokens' biases grow as with
-    pieces."""
+    scale instead of from their pieces (random_scaled: at the start model's mean row length); the
+    old rows and the old tokens' biases grow as with pieces."""
     grown = {}
-    for rows in ('pieces', 'random'):
+    for rows in ('pieces', 'random', 'random_scaled'):
         train(code_root, tmp_path / rows, '--dataset=code', f'--init_from={ckpt}',
               '--max_iters=1', '--learning_rate=1e-20', '--min_lr=0', '--eval_interval=1',
               f'--grow_rows={rows}')
@@ -213,6 +213,13 @@ def test_random_rows_are_drawn_as_a_new_models_and_share_the_biases(code_root, c
     (kl_pieces, kl_random) = [[m['grow_kl'] for m in read_metrics(tmp_path / r) if 'grow_kl' in m]
                               for r in ('pieces', 'random')]
     assert kl_random[0] > kl_pieces[0]
+    start = checkpoint_encoder(load_checkpoint(ckpt)).model.tok_embeddings.weight
+    scaled = grown['random_scaled'].model.tok_embeddings.weight
+    torch.testing.assert_close(scaled[:50262], pieces[:50262])
+    torch.testing.assert_close(scaled[new].norm(dim=1),
+                               start.norm(dim=1).mean().expand(len(new)), rtol=1e-5, atol=0)
+    assert not torch.allclose(scaled[new] / scaled[new].norm(dim=1, keepdim=True),
+                              pieces[new] / pieces[new].norm(dim=1, keepdim=True), atol=0.1)
 
 
 def test_transformers_add_tokens_baseline_trains(domain, code_root, ckpt, tmp_path):
