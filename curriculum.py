@@ -234,8 +234,8 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict,
     """Grow a model of a base tokenizer into the data's, which extends it (prepare.py
     --extend_tokenizer): each new token's rows start as the mean of its pieces' rows (the ids the
     base gives its text; rows='random': drawn as a new model's are; 'random_scaled': so too, each
-    rescaled to the start model's mean row length), and each piece that starts
-    new tokens shares out, by train counts, the logit it had at the decoder's mean input with them
+    rescaled to the start model's mean row length), and each piece that starts new tokens shares
+    out, by train counts, the logit it had at the decoder's mean input with them
     (slots past the new tokens share [UNK]'s): on average over positions every old token keeps
     its probability or splits it with the new tokens that begin with it. Returns what it did and
     how far it moved the model's predictions on held-out text read in base tokens: KL(before ||
@@ -255,11 +255,12 @@ def grow_into_extension(cur: 'Curriculum', model: Encoder, extension: dict,
     bias = model.decoder.bias  # without one, the rows alone start from the pieces
     anchor = (model.decoder.weight[firsts].double() @ mean_input.double()
               + (bias[firsts].double() if bias is not None else 0)).cpu()
-    trained = (model.model.tok_embeddings.weight.norm(dim=1).mean().item(),
-               model.decoder.weight.norm(dim=1).mean().item())
+    norms = (tuple(w.norm(dim=1).mean().item() for w in (model.model.tok_embeddings.weight,
+                                                           model.decoder.weight))
+             if rows == 'random_scaled' else None)  # read before the new rows exist
     model.resize_vocabulary(size, unk, noise_std=0.0)
     if rows != 'pieces':  # the bias below still sets how much probability they start with
-        model.init_rows_randomly(list(spelled), trained if rows == 'random_scaled' else None)
+        model.init_rows_randomly(list(spelled), norms)
     pieces = spelled if rows == 'pieces' else {}
     counts = torch.as_tensor(cur.data['counts']())
     group, group_pieces, logits = [], [], []
