@@ -9,6 +9,7 @@ over the target, so a crash at any point leaves the old file or the new one, nev
 """
 import dataclasses
 import glob
+import hashlib
 import json
 import os
 import tempfile
@@ -393,3 +394,13 @@ def save_run(checkpoint: dict | None, path: str, it: int, keep: int, log, device
                 keep_last(path, it, keep)
     fail_together(problem, f'rank 0 could not save {path} at iter {it} (its error says why)',
                   device)
+
+
+def weights_fingerprint(model: torch.nn.Module) -> str:
+    """A short hash of a model's parameter names, shapes and values: what a resumed run checks its
+    teacher against, and what finetune.py's run cache knows a start model by."""
+    h = hashlib.sha256()
+    for name, t in model.state_dict().items():
+        h.update(f'{name}{tuple(t.shape)}{t.dtype}'.encode())
+        h.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]

@@ -15,26 +15,15 @@ student's basis through GUIDE's PCA map M (init_guide.py saves it in the student
 student keeps living in the teacher's principal subspace, where GUIDE put it (DistilBERT's cosine
 loss on the hidden states, across widths).
 """
-import hashlib
 from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
-from checkpoint import fit_model_to_data, load_model, unknown_data
+from checkpoint import fit_model_to_data, load_model, unknown_data, weights_fingerprint
 from errors import fail
 from model import IGNORE_INDEX, Encoder
 from tokenizer import data_tokenizer, require_same_tokenizer
-
-
-def weights_fingerprint(model: torch.nn.Module) -> str:
-    """A short hash of a model's parameter names, shapes and values: what a resumed run checks its
-    teacher against."""
-    h = hashlib.sha256()
-    for name, t in model.state_dict().items():
-        h.update(f'{name}{tuple(t.shape)}{t.dtype}'.encode())
-        h.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 def load_teacher(source: str, meta: dict, block_size: int,

@@ -10,6 +10,8 @@ checkpoint is any good once fine-tuned, and whether GUIDE or the vocabulary curr
         --seeds=0,1,2      # one recipe's pre-training seeds against another recipe's
     python finetune.py --init_from=hf-demo --task=glue/cola --seeds=0,1,2,3,4 --out=cola.json
         # needs `datasets`
+    python finetune.py --init_from=a/ckpt.pt --baseline=scratch --seeds=0,1,2,3 --cache_dir=ft-cache
+        # keeps every run: after --seeds=0,1,2 this trains only seed 3
     python finetune.py --init_from=out-demo/ckpt.pt --task=files --train_file=train.jsonl \\
         --validation_file=dev.jsonl --text_fields=premise,hypothesis --label_field=label
 
@@ -26,11 +28,13 @@ import collections
 import copy
 import csv
 import functools
+import hashlib
 import json
 import math
 import os
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -41,7 +45,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checkpoint import load_model
+from checkpoint import load_model, weights_fingerprint
 from configurator import check_at_least, check_choices, configure
 from data import SHAKESPEARE_HELD_OUT, shakespeare_split, shakespeare_split_rule
 from errors import fail, first_line
@@ -91,6 +95,9 @@ DEFAULTS = dict(
     zero_shot_tokens=16384,  # built-in tasks: the MLM's own scores on this many tokens of the
     #   held-out sections, shared by every work (0: none)
     out=None,  # write the result as JSON here
+    cache_dir=None,  # a folder of finished runs, one file each, known by what they depend on (the
+    #   start weights, the task's examples, the settings, seed and rate): a run found there is read
+    #   back instead of trained again, so a comparison that adds a seed or an arm trains only those
     write_task=None,  # a folder: write the task's train, dev and test as .jsonl there, and stop
 )
 
@@ -605,8 +612,85 @@ def labelled_subset(n: int, limit: int | None, seed: int) -> torch.Tensor:
     return torch.randperm(n, generator=torch.Generator().manual_seed(seed))[:limit].sort().values
 
 
+# what a run's result depends on besides its start weights, examples, seed and rate
+RUN_SETTINGS = ('pooling', 'probe', 'classifier_dropout', 'weight_decay', 'warmup_fraction',
+                'epochs', 'batch_size', 'max_train_samples')
+
+
+class RunCache:
+    """Finished runs in a folder (--cache_dir), one file each, named by a hash of what the run
+    depends on: the start weights (only the architecture for random weights), the task's encoded
+    examples, labels and metrics, RUN_SETTINGS, the device type (bf16 on CUDA), the torch version,
+    seed and rate. Not the code: a changed finetune.py or model.py needs an empty folder."""
+
+    def __init__(self, folder: str, cfg: dict, task: Task, data: dict, pad_id: int):
+        self.folder = Path(folder)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            fail(f'cache_dir={folder} cannot be a folder ({first_line(e)}); name another one')
+        train_ids, train_labels = data['train']
+        examples = json.dumps([task.name, task.num_labels, task.metrics, pad_id, train_ids,
+                               train_labels.tolist(),
+                               {split: (ids, gold.tolist())
+                                for split, (ids, gold) in data['evals'].items()}])
+        self.common = dict(examples=hashlib.sha256(examples.encode()).hexdigest(),
+                           device=torch.device(cfg['device']).type, torch=torch.__version__,
+                           **{k: cfg[k] for k in RUN_SETTINGS})
+        self.starts = {}  # id(encoder) -> what it is, hashed once
+
+    def path(self, encoder: Encoder, from_scratch: bool, seed: int, lr: float) -> Path:
+        if (id(encoder), from_scratch) not in self.starts:
+            self.starts[id(encoder), from_scratch] = repr(encoder.config) + (
+                '' if from_scratch else weights_fingerprint(encoder))
+        key = json.dumps(dict(self.common, start=self.starts[id(encoder), from_scratch],
+                              from_scratch=from_scratch, seed=seed, lr=lr), sort_keys=True)
+        return self.folder / f'{hashlib.sha256(key.encode()).hexdigest()[:32]}.pt'
+
+    def load(self, path: Path) -> dict | None:
+        """The run stored at path; None when there is none, or only a file that does not read
+        back (a copy cut short): the run is made again and replaces it."""
+        if not path.exists():
+            return None
+        try:
+            run = torch.load(path, weights_only=True)
+            return dict(run, predictions=run['predictions'].numpy())
+        except Exception as e:
+            print(f'{path} does not read back ({first_line(e)}): running it again')
+            return None
+
+    def save(self, path: Path, run: dict) -> None:
+        # a file of its own, then renamed: never a half-written file under the run's name, even
+        # with two processes finishing the same run
+        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix='.tmp')
+        with os.fdopen(fd, 'wb') as f:
+            torch.save(dict(run, predictions=torch.from_numpy(run['predictions'])), f)
+        os.replace(tmp, path)
+
+
+def one_run(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int,
+            lr: float, from_scratch: bool, name: str, cache: RunCache | None) -> dict:
+    """finetune's result for one seed and rate: read back from the cache when it holds the run,
+    else trained (and logged to wandb as name's run) and stored there."""
+    path = cache.path(encoder, from_scratch, seed, lr) if cache is not None else None
+    run = cache.load(path) if path is not None else None
+    if run is not None:
+        print(f"lr {lr:.0e}, seed {seed}: dev {run['dev'][task.metrics[0]]:.4f} ({path})")
+        return run
+    wandb_run = None
+    if cfg['wandb_log']:
+        import wandb
+        wandb_run = wandb.init(project=cfg['wandb_project'], config=cfg, name=name)
+    run = finetune(cfg, task, encoder, data, pad_id, seed, lr, from_scratch, wandb_run)
+    if wandb_run is not None:
+        wandb_run.finish()
+    if path is not None:
+        cache.save(path, run)
+    return run
+
+
 def run_arm(cfg: dict, task: Task, encoders: list[Encoder], data: dict, pad_id: int,
-            from_scratch: bool) -> dict:
+            from_scratch: bool, cache: RunCache | None = None) -> dict:
     """Every seed on every encoder (one, or one recipe's pre-training seeds) at every learning
     rate of the grid; the rate is chosen on dev (the best median of the headline metric over all
     those runs), and one chosen at an edge of the grid extends the grid one step past it (once per
@@ -620,18 +704,11 @@ def run_arm(cfg: dict, task: Task, encoders: list[Encoder], data: dict, pad_id: 
             if len(encoders) > 1:
                 print(f'checkpoint {k + 1} of {len(encoders)}')
             for seed in cfg['seeds']:
-                wandb_run = None
-                if cfg['wandb_log']:
-                    import wandb
-                    wandb_run = wandb.init(
-                        project=cfg['wandb_project'], config=cfg,
-                        name=f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}"
+                name = (f"{cfg['wandb_run_name']}-lr{lr:g}-seed{seed}"
                         + (f'-checkpoint{k}' if len(encoders) > 1 else '')
                         + ('-scratch' if from_scratch else ''))
-                per_seed.append(finetune(cfg, task, encoder, data, pad_id, seed, lr,
-                                         from_scratch, wandb_run))
-                if wandb_run is not None:
-                    wandb_run.finish()
+                per_seed.append(one_run(cfg, task, encoder, data, pad_id, seed, lr,
+                                        from_scratch, name, cache))
         runs[lr] = per_seed
 
     def dev_median(lr: float) -> float:
@@ -912,13 +989,15 @@ def main(argv: list[str]) -> dict:
           f'{encoder.get_num_params() / 1e6:.2f}M parameters'
           + (f'; {task.note}' if task.note else ''))
     name = f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}"
+    cache = RunCache(cfg['cache_dir'], cfg, task, data, tok.pad_token_id) if cfg['cache_dir'] \
+        else None
     # random weights are the same draw whichever checkpoint's architecture they take
     arms = {name: run_arm(cfg, task, encoders[:1] if cfg['from_scratch'] else encoders, data,
-                          tok.pad_token_id, cfg['from_scratch'])}
+                          tok.pad_token_id, cfg['from_scratch'], cache)}
     # the same grid, seeds and examples from random weights, or from another recipe
     if cfg['baseline'] != 'none':
         arms['random weights' if cfg['baseline'] == 'scratch' else cfg['baseline']] = run_arm(
-            cfg, task, others or [encoder], data, tok.pad_token_id, not others)
+            cfg, task, others or [encoder], data, tok.pad_token_id, not others, cache)
     groups = (sample(task.test_groups, cfg['max_eval_samples'])
               if task.test_groups is not None else None)  # the same draw as the test examples
     difference = compare(task, data['evals'][next(iter(task.tests))][1], groups, arms)

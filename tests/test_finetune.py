@@ -237,6 +237,64 @@ def test_one_recipe_pre_trained_with_several_seeds_is_one_arm(ckpt, data_root, t
     assert 'give one, or one per init_from checkpoint' in stop, stop
 
 
+def test_the_run_cache_trains_only_runs_it_does_not_hold(ckpt, tmp_path, monkeypatch):
+    """--cache_dir: the same comparison again trains nothing and gives the same result; one more
+    seed trains only that seed, on each arm; a cache file cut short is run again and replaced."""
+    cache = tmp_path / 'cache'
+    args = [f'--init_from={ckpt}', '--baseline=scratch', '--max_train_samples=32',
+            '--max_eval_samples=32', '--epochs=1', '--batch_size=16', '--max_length=64',
+            '--zero_shot_tokens=0', '--device=cpu', f'--cache_dir={cache}']
+    first = finetune.main([*args, '--seeds=0,1,2'])
+    assert len(list(cache.glob('*.pt'))) == 6  # 3 seeds x 2 arms at the one rate
+    trained, real = [], finetune.finetune
+
+    def counted(cfg, task, encoder, data, pad_id, seed, lr, from_scratch, run=None):
+        trained.append((seed, from_scratch))
+        return real(cfg, task, encoder, data, pad_id, seed, lr, from_scratch, run)
+
+    monkeypatch.setattr(finetune, 'finetune', counted)
+    assert finetune.main([*args, '--seeds=0,1,2']) == first and trained == []
+    more = finetune.main([*args, '--seeds=0,1,2,3'])
+    assert sorted(trained) == [(3, False), (3, True)] and len(more['per_seed']) == 4
+    assert more['per_seed'][:3] == first['per_seed']
+    cut = sorted(cache.glob('*.pt'))[0]
+    cut.write_bytes(cut.read_bytes()[:100])
+    trained.clear()
+    finetune.main([*args, '--seeds=0,1,2,3'])
+    assert len(trained) == 1 and len(list(cache.glob('*.pt'))) == 8
+
+
+def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path):
+    """A run's file changes with its seed, rate, start weights (for random weights only the
+    architecture), each setting that shapes a run, the examples and the device type."""
+    import torch
+    from model import EncoderConfig
+    small = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                 num_attention_heads=2)
+    torch.manual_seed(0)
+    encoder, other = Encoder(EncoderConfig(**small)), Encoder(EncoderConfig(**small))
+    wider = Encoder(EncoderConfig(**dict(small, hidden_size=64)))
+    task = finetune.Task('t', [], [], {'test': []}, 2, ('accuracy',))
+
+    def cache(cfg: dict, labels: list = (0, 1)) -> finetune.RunCache:
+        data = dict(train=([[1, 2], [3]], torch.tensor(labels)),
+                    evals={'dev': ([[4]], np.array([1])), 'test': ([[5]], np.array([0]))})
+        return finetune.RunCache(tmp_path, dict(finetune.DEFAULTS, **cfg), task, data, 0)
+
+    base = cache({})
+    path = base.path(encoder, False, 0, 1e-3)
+    assert base.path(encoder, False, 0, 1e-3) == path
+    changed = [base.path(encoder, False, 1, 1e-3), base.path(encoder, False, 0, 3e-3),
+               base.path(other, False, 0, 1e-3), base.path(encoder, True, 0, 1e-3),
+               base.path(wider, True, 0, 1e-3), cache({}, [1, 0]).path(encoder, False, 0, 1e-3),
+               cache({'device': 'meta'}).path(encoder, False, 0, 1e-3),
+               *[cache({k: 'other'}).path(encoder, False, 0, 1e-3)
+                 for k in finetune.RUN_SETTINGS]]
+    assert path not in changed and len(set(changed)) == len(changed)
+    # random weights: the same draw whichever weights of the architecture it is given
+    assert base.path(other, True, 0, 1e-3) == base.path(encoder, True, 0, 1e-3)
+
+
 def test_a_rate_at_the_edge_of_the_grid_extends_it_one_step(monkeypatch):
     """The rate is chosen on dev; a best rate at an edge extends the grid by one step past it, once
     per edge, so no arm is cut off by the grid."""
