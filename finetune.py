@@ -507,6 +507,17 @@ def encode(examples: list, tok: Tokenizer, max_length: int) -> list[list[int]]:
     return encoded
 
 
+def encode_task(task: Task, evals: dict, tok: Tokenizer, max_length: int) -> dict:
+    """The task's training examples and evals (split -> examples) in tok's ids, with their labels
+    (float for a regression)."""
+    label_dtype = torch.float32 if task.num_labels == 1 else torch.long
+    return dict(train=(encode(task.train, tok, max_length),
+                       torch.tensor([y for _, y in task.train], dtype=label_dtype)),
+                evals={split: (encode(examples, tok, max_length),
+                               np.array([y for _, y in examples]))
+                       for split, examples in evals.items()})
+
+
 def collate(ids: list[list[int]], pad_id: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
     longest = max(map(len, ids))
     x = torch.full((len(ids), longest), pad_id, dtype=torch.long)
@@ -690,13 +701,14 @@ def one_run(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, se
 
 
 def run_arm(cfg: dict, task: Task, encoders: list[Encoder], data: dict, pad_id: int,
-            from_scratch: bool, cache: RunCache | None = None) -> dict:
+            from_scratch: bool) -> dict:
     """Every seed on every encoder (one, or one recipe's pre-training seeds) at every learning
     rate of the grid; the rate is chosen on dev (the best median of the headline metric over all
     those runs), and one chosen at an edge of the grid extends the grid one step past it (once per
     edge), so that the grid does not cut an arm off. Returns the grid's dev medians, the chosen rate
     and its runs, their test predictions as [encoder][seed]."""
     headline, runs, extended = task.metrics[0], {}, set()
+    cache = RunCache(cfg['cache_dir'], cfg, task, data, pad_id) if cfg['cache_dir'] else None
 
     def run(lr: float) -> None:
         per_seed = []
@@ -893,18 +905,20 @@ def load_arm(sources: list[str], task: Task) -> tuple[list[Encoder], dict | None
             None if held_out[0] is None else all(held_out))
 
 
-def load_arms(cfg: dict, task: Task) -> tuple[list, list, Tokenizer, bool | None]:
-    """init_from's encoders, --baseline's when it names checkpoints (else []), their tokenizer,
-    and whether the task's evaluation text was held out of everything they were trained on."""
+def load_arms(cfg: dict, task: Task) -> tuple[list, list, Tokenizer, Tokenizer, bool | None]:
+    """init_from's encoders, --baseline's when it names checkpoints (else []), the tokenizer of
+    each arm (the baseline's may be another: a start model against its extended-vocabulary
+    successor), and whether the task's evaluation text was held out of everything they were
+    trained on."""
     encoders, record, held_out = load_arm(cfg['init_from'].split(','), task)
-    others = []
+    tok = load_recorded_tokenizer(record, cfg['init_from'])
+    others, other_tok = [], tok
     if cfg['baseline'] not in ('none', 'scratch'):
         others, other_record, other_held_out = load_arm(cfg['baseline'].split(','), task)
         if other_record != record:
-            fail(f"--baseline={cfg['baseline']} has another tokenizer than {cfg['init_from']}: "
-                 'a paired comparison needs the same tokens')
+            other_tok = load_recorded_tokenizer(other_record, cfg['baseline'])
         held_out = held_out and other_held_out
-    return encoders, others, load_recorded_tokenizer(record, cfg['init_from']), held_out
+    return encoders, others, tok, other_tok, held_out
 
 
 def write_task(task: Task, folder: str) -> None:
@@ -963,7 +977,7 @@ def main(argv: list[str]) -> dict:
     if cfg['write_task']:
         write_task(task, cfg['write_task'])
         return {}
-    encoders, others, tok, held_out = load_arms(cfg, task)
+    encoders, others, tok, other_tok, held_out = load_arms(cfg, task)
     encoder = encoders[0]
     if cfg['max_length'] > encoder.config.max_position_embeddings:
         fail(f"max_length={cfg['max_length']} exceeds the model's max_position_embeddings="
@@ -972,12 +986,10 @@ def main(argv: list[str]) -> dict:
     evals = {'dev': sample(task.dev, cfg['max_eval_samples']),
              **{split: sample(examples, cfg['max_eval_samples'])
                 for split, examples in task.tests.items()}}
-    label_dtype = torch.float32 if task.num_labels == 1 else torch.long
-    data = dict(train=(encode(task.train, tok, cfg['max_length']),
-                       torch.tensor([y for _, y in task.train], dtype=label_dtype)),
-                evals={split: (encode(examples, tok, cfg['max_length']),
-                               np.array([y for _, y in examples]))
-                       for split, examples in evals.items()})
+    data = encode_task(task, evals, tok, cfg['max_length'])
+    # a baseline of another tokenizer reads the same examples in its own tokens
+    other_data = data if other_tok is tok else encode_task(task, evals, other_tok,
+                                                           cfg['max_length'])
     baseline = task.majority_baseline()
     print(f'{task.name}: {len(task.train)} training examples, '
           + ', '.join(f'{len(v)} {k}' for k, v in evals.items())
@@ -989,15 +1001,13 @@ def main(argv: list[str]) -> dict:
           f'{encoder.get_num_params() / 1e6:.2f}M parameters'
           + (f'; {task.note}' if task.note else ''))
     name = f"{'random weights of ' if cfg['from_scratch'] else ''}{cfg['init_from']}"
-    cache = RunCache(cfg['cache_dir'], cfg, task, data, tok.pad_token_id) if cfg['cache_dir'] \
-        else None
     # random weights are the same draw whichever checkpoint's architecture they take
     arms = {name: run_arm(cfg, task, encoders[:1] if cfg['from_scratch'] else encoders, data,
-                          tok.pad_token_id, cfg['from_scratch'], cache)}
+                          tok.pad_token_id, cfg['from_scratch'])}
     # the same grid, seeds and examples from random weights, or from another recipe
     if cfg['baseline'] != 'none':
         arms['random weights' if cfg['baseline'] == 'scratch' else cfg['baseline']] = run_arm(
-            cfg, task, others or [encoder], data, tok.pad_token_id, not others, cache)
+            cfg, task, others or [encoder], other_data, other_tok.pad_token_id, not others)
     groups = (sample(task.test_groups, cfg['max_eval_samples'])
               if task.test_groups is not None else None)  # the same draw as the test examples
     difference = compare(task, data['evals'][next(iter(task.tests))][1], groups, arms)
@@ -1015,7 +1025,7 @@ def main(argv: list[str]) -> dict:
     arm, other = arms[name], list(arms.values())[-1] if len(arms) > 1 else None
     if other is not None and with_zero_shot:
         other['zero_shot'] = zero_shot(others or [starting_encoder(encoder, True, cfg['seeds'][0])],
-                                       tok, cfg['zero_shot_tokens'], cfg['max_length'],
+                                       other_tok, cfg['zero_shot_tokens'], cfg['max_length'],
                                        cfg['device'])
     result = dict(task=task.name, metric=task.metrics[0], value=arm['metrics'][task.metrics[0]],
                   metrics=arm['metrics'], per_seed=arm['per_seed'], seeds=cfg['seeds'],

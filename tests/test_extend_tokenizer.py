@@ -21,8 +21,8 @@ from conftest import (ROOT, losses, read_metrics, run_script, shakespeare_texts,
                       train, train_args)
 from export_hf import export
 from test_curriculum import assert_resumes_exactly
-from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_tokenizer,
-                       tokenizer_fingerprint, train_tokenizer)
+from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_recorded_tokenizer,
+                       load_tokenizer, tokenizer_fingerprint, train_tokenizer)
 
 N = 300
 
@@ -189,6 +189,35 @@ def test_a_model_of_the_base_grows_into_the_extended_tokenizer(code_root, ckpt, 
     kept = [i for i in range(50262) if i not in shared]
     torch.testing.assert_close(new[:50262], old[:50262])
     torch.testing.assert_close(after.decoder.bias[kept], before.decoder.bias[kept])
+
+
+def test_a_grown_model_and_its_start_model_are_compared_on_the_same_examples(code_root, ckpt,
+                                                                           tmp_path):
+    """finetune.py with a baseline of another tokenizer (the start model against the model grown
+    from it): each arm reads the same examples in its own tokens, and the difference pairs them."""
+    import finetune
+    out = tmp_path / 'grown'
+    train(code_root, out, '--dataset=code', f'--init_from={ckpt}', '--max_iters=1',
+          '--eval_interval=1')
+    grown, start = (load_recorded_tokenizer(load_model(str(p)).tokenizer, str(p))
+                    for p in (out / 'ckpt.pt', ckpt))
+    extension = json.loads((code_root / 'code' / 'tokenizer' / EXTENSION_FILE).read_text())
+    words = [start.decode(t['pieces']) for t in extension['new_tokens'][:8]]
+    rng = np.random.default_rng(0)
+    for split, n in (('train', 48), ('dev', 32)):  # which half of the words comes first
+        rows = [{'text': words[a] + words[b], 'label': ['late', 'early'][int(a < 4)]}
+                for a, b in zip(rng.integers(0, 8, n), rng.integers(0, 8, n))]
+        (tmp_path / f'{split}.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in rows))
+    assert len(grown.encode(words[0] + words[1])) < len(start.encode(words[0] + words[1]))
+    result = finetune.main([f"--init_from={out / 'ckpt.pt'}", f'--baseline={ckpt}',
+                            '--task=files', f"--train_file={tmp_path / 'train.jsonl'}",
+                            f"--validation_file={tmp_path / 'dev.jsonl'}", '--epochs=1',
+                            '--batch_size=16', '--max_length=32', '--seeds=0,1,2',
+                            '--device=cpu', f"--cache_dir={tmp_path / 'cache'}"])
+    assert len(result['per_seed']) == len(result['baseline']['per_seed']) == 3
+    assert result['difference']['value'] == \
+        pytest.approx(result['mean'] - result['baseline']['mean'])
+    assert len(list((tmp_path / 'cache').glob('*.pt'))) == 6
 
 
 def test_random_rows_are_drawn_as_a_new_models_and_share_the_biases(code_root, ckpt, tmp_path):
