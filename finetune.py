@@ -34,7 +34,6 @@ import math
 import os
 import statistics
 import sys
-import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from checkpoint import load_model, weights_fingerprint
+from checkpoint import load_model, save_checkpoint, weights_fingerprint
 from configurator import check_at_least, check_choices, configure
 from data import SHAKESPEARE_HELD_OUT, shakespeare_split, shakespeare_split_rule
 from errors import fail, first_line
@@ -671,12 +670,8 @@ class RunCache:
             return None
 
     def save(self, path: Path, run: dict) -> None:
-        # a file of its own, then renamed: never a half-written file under the run's name, even
-        # with two processes finishing the same run
-        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix='.tmp')
-        with os.fdopen(fd, 'wb') as f:
-            torch.save(dict(run, predictions=torch.from_numpy(run['predictions'])), f)
-        os.replace(tmp, path)
+        # atomically: never a half-written file under the run's name
+        save_checkpoint(dict(run, predictions=torch.from_numpy(run['predictions'])), str(path))
 
 
 def one_run(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int,
