@@ -459,6 +459,8 @@ REFUSALS = {
     'not json': (['--task=files', '--train_file={tmp}/c.jsonl', '--validation_file={tmp}/a.jsonl'],
                  'cannot read'),
     'bad pooling': (['--pooling=max'], "pooling='max' is not one of cls, mean"),
+    'cache_dir a file': (['--cache_dir={tmp}/a.jsonl', '--max_train_samples=8',
+                          '--max_eval_samples=8'], 'cannot be a folder'),
 }
 
 
