@@ -2,9 +2,11 @@
 The table of dev/curriculum_budget.sh's folder (docs/curriculum.md): for each run its iterations,
 tokens trained, full-space val loss at the end, fold_kl and the val loss right after the grow (the
 curriculum), and its zero-shot scores; then the paired differences curriculum minus full
-vocabulary by seed, with 95% t-intervals over seeds.
+vocabulary by seed, with 95% t-intervals over seeds. Two other arms of the folder, and the file of
+their zero-shot scores, may be named (the curriculum against a control that ran beside it).
 
     python dev/curriculum_budget_summary.py runs/budget300
+    python dev/curriculum_budget_summary.py runs/budget300 cur4096,trainvocab zero_shot_trainvocab.jsonl
 """
 import json
 import os
@@ -35,7 +37,8 @@ def run_row(records: list[dict], scores: dict) -> dict:
 
 def main() -> None:
     folder = sys.argv[1]
-    with open(os.path.join(folder, 'zero_shot.jsonl')) as f:
+    first, second = (sys.argv[2] if len(sys.argv) > 2 else 'curriculum,full').split(',')
+    with open(os.path.join(folder, sys.argv[3] if len(sys.argv) > 3 else 'zero_shot.jsonl')) as f:
         scores = [json.loads(line) for line in f]
     rows = {}
     for s in scores:
@@ -44,8 +47,8 @@ def main() -> None:
         print(run, {k: round(v, 4) if isinstance(v, float) else v for k, v in rows[run].items()})
     seeds = sorted({run.rsplit('_s', 1)[1] for run in rows})
     for key, name in READINGS.items():
-        d = np.array([rows[f'curriculum_s{s}'][key] - rows[f'full_s{s}'][key] for s in seeds])
-        print(f'{name}, curriculum - full, seeds {seeds} {np.round(d, 4).tolist()}: '
+        d = np.array([rows[f'{first}_s{s}'][key] - rows[f'{second}_s{s}'][key] for s in seeds])
+        print(f'{name}, {first} - {second}, seeds {seeds} {np.round(d, 4).tolist()}: '
               f'{t_interval(d)}')
 
 
