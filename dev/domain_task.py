@@ -6,8 +6,12 @@ whose lines (indentation aside) occur in a corpus file is dropped (transformers 
 models), as is one found in two families. The FAMILIES families with the most such functions are
 the classes, PER_FAMILY functions each, chosen and split into train, dev and test by the sha256 of
 their text. Writes train.jsonl, dev.jsonl and test.jsonl for finetune.py --task=files.
+--cut=N cuts every function to the text gpt2's first N tokens hold: a model with gpt2 and one with a
+tokenizer extended from it (which reads that text in N tokens or fewer) then see the same text at a
+context of N tokens, where uncut the extended one sees more of each function.
 
     python dev/domain_task.py data/raw/code tasks/code_family
+    python dev/domain_task.py data/raw/code tasks/code_family_cut --cut=126
     python finetune.py --init_from=out-code/ckpt.pt --task=files --pooling=mean \\
         --train_file=tasks/code_family/train.jsonl --validation_file=tasks/code_family/dev.jsonl \\
         --test_file=tasks/code_family/test.jsonl --baseline=scratch
@@ -24,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from domain_corpus import corpus_name, package_root  # noqa: E402
 from errors import fail  # noqa: E402
+from tokenizer import load_tokenizer  # noqa: E402
 
 FAMILIES, PER_FAMILY, MIN_LINES = 24, 40, 3
 SPLITS = (('train', 0.6), ('dev', 0.8), ('test', 1.0))  # by the hash's position in [0, 1)
@@ -50,11 +55,20 @@ def digest(text: str) -> float:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) / 16 ** 8
 
 
+def cut_to_tokens(text: str, tok, n: int) -> str:
+    """The text the tokenizer's first n tokens hold (a character cut in two is left out)."""
+    return tok.decode(tok.encode_ordinary(text)[:n]).rstrip('\ufffd')
+
+
 def main() -> None:
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if not a.startswith('--cut=')]
+    cuts = [a.removeprefix('--cut=') for a in sys.argv[1:] if a.startswith('--cut=')]
+    if len(args) != 2 or len(cuts) > 1 or (cuts and not cuts[0].isdigit()):
         fail('usage: python dev/domain_task.py <corpus folder of dev/domain_corpus.py> '
-             '<out folder>')
-    corpus, out = Path(sys.argv[1]), sys.argv[2]
+             '<out folder> [--cut=<gpt2 tokens>]')
+    corpus, out = Path(args[0]), args[1]
+    cut = int(cuts[0]) if cuts else None
+    gpt2 = load_tokenizer('gpt2') if cut else None
     try:
         manifest = json.loads(corpus.with_name(f'{corpus.name}.json').read_text())
     except (OSError, ValueError):
@@ -80,7 +94,7 @@ def main() -> None:
         for f in fresh[name][:PER_FAMILY]:
             # the split reads other digits of the hash than the choice did
             split = next(s for s, upto in SPLITS if digest(f[::-1]) < upto)
-            rows[split].append({'text': f, 'label': name})
+            rows[split].append({'text': cut_to_tokens(f, gpt2, cut) if cut else f, 'label': name})
     os.makedirs(out)
     for split, examples in rows.items():
         with open(os.path.join(out, f'{split}.jsonl'), 'w') as f:

@@ -386,6 +386,18 @@ def test_the_pinned_corpus_and_its_code_family_task(tmp_path):
         assert '\n'.join(line.strip() for line in text.splitlines() if line.strip()) not in read
     again = run_script('dev/domain_task.py', str(corpus), str(task), check=False)
     assert again.returncode == 1 and 'exists' in again.stderr
+    # --cut: the same examples, each the text gpt2's first 20 tokens hold
+    run_script('dev/domain_task.py', str(corpus), str(tmp_path / 'cut'), '--cut=20')
+    gpt2 = load_tokenizer('gpt2')
+    for split, examples in rows.items():
+        cut = [json.loads(line) for line in (tmp_path / 'cut' / f'{split}.jsonl').read_text()
+               .splitlines()]
+        assert [r['label'] for r in cut] == [r['label'] for r in examples]
+        for short, full in zip(cut, examples):
+            # a prefix, in 20 tokens or fewer, and no shorter than what 19 tokens hold
+            assert full['text'].startswith(short['text'])
+            assert len(gpt2.encode_ordinary(short['text'])) <= 20
+            assert len(short['text']) >= len(gpt2.decode(gpt2.encode_ordinary(full['text'])[:19]))
 
 
 class PreviousToken(torch.nn.Module):
@@ -455,3 +467,36 @@ def test_domain_eval_draws_unseen_words_only_from_lines_train_lacks():
     starts = np.cumsum([0] + [len(line) + 1 for line in lines])
     on_line = [int(np.searchsorted(starts, a, side='right')) - 1 for a, _ in words]
     assert len(words) == round(0.15 * len(spans) / 2) and all(i % 2 == 1 for i in on_line)
+
+
+def test_family_names_splits_a_comparison_by_whether_the_family_is_named(tmp_path):
+    """dev/family_names.py reads each arm's runs at its chosen rate back from the cache paths the
+    comparison's log printed, and splits the accuracy by whether a function names its family."""
+    task = tmp_path / 'task'
+    task.mkdir()
+    rows = [('def f(x):\n    return GemmaNorm(x)', 'gemma'), ('def g(): pass', 'gemma'),
+            ('def h(y):\n    return deep_seek(y)', 'deep_seek'), ('def k(): pass', 'deep_seek')]
+    for split in ('train', 'test'):
+        (task / f'{split}.jsonl').write_text(
+            ''.join(json.dumps({'text': t, 'label': label}) + '\n' for t, label in rows))
+    # labels sort as deep_seek = 0, gemma = 1; truth is [1, 1, 0, 0], rows 0 and 2 named
+    right, named_only, wrong = [1, 1, 0, 0], [1, 0, 0, 1], [0, 0, 1, 1]
+    runs = {'a': [right, right, right, named_only], 'b': [named_only, named_only, wrong, wrong]}
+    lines = []
+    for arm, predictions in runs.items():
+        lines.append(f'files: ... {arm}')
+        for i, p in enumerate(predictions + [wrong]):  # the last at another rate, not read
+            path = tmp_path / f'{arm}{i}.pt'
+            torch.save({'predictions': torch.tensor(p)}, path)
+            lines.append(f"lr {'1e-03' if i < 4 else '3e-03'}, seed {i % 2}: dev 0.5 ({path})")
+    (tmp_path / 'log').write_text('\n'.join(lines) + '\n')
+    (tmp_path / 'result.json').write_text(json.dumps(
+        {'learning_rate': 0.001, 'init_from': 'a1,a2', 'baseline': {'learning_rate': 0.001}}))
+    out = run_script('dev/family_names.py', str(task), str(tmp_path / 'log'),
+                     str(tmp_path / 'result.json')).stdout.splitlines()
+    assert out[0] == '2 of 4 test functions name their family'
+    # by checkpoint, a - b over (all, named, not named): (0.5, 0, 1) and (0.75, 1, 0.5)
+    assert out[1].startswith('all: 0.875 vs 0.250, difference +0.625')
+    assert out[2].startswith('named: 1.000 vs 0.500, difference +0.500')
+    assert out[3].startswith('not named: 0.750 vs 0.000, difference +0.750')
+    assert out[2].endswith('by seed +0.000, +1.000') and out[3].endswith('by seed +1.000, +0.500')
