@@ -386,18 +386,15 @@ def test_the_pinned_corpus_and_its_code_family_task(tmp_path):
         assert '\n'.join(line.strip() for line in text.splitlines() if line.strip()) not in read
     again = run_script('dev/domain_task.py', str(corpus), str(task), check=False)
     assert again.returncode == 1 and 'exists' in again.stderr
-    # --cut: the same examples, each the text gpt2's first 20 tokens hold
-    run_script('dev/domain_task.py', str(corpus), str(tmp_path / 'cut'), '--cut=20')
+    # --cut=20: each example becomes the text gpt2's first 20 tokens hold (the function the script
+    # applies; running the script again would scan the package a second time)
+    cut_to_tokens = load_dev_script('domain_task').cut_to_tokens
     gpt2 = load_tokenizer('gpt2')
-    for split, examples in rows.items():
-        cut = [json.loads(line) for line in (tmp_path / 'cut' / f'{split}.jsonl').read_text()
-               .splitlines()]
-        assert [r['label'] for r in cut] == [r['label'] for r in examples]
-        for short, full in zip(cut, examples):
-            # a prefix, in 20 tokens or fewer, and no shorter than what 19 tokens hold
-            assert full['text'].startswith(short['text'])
-            assert len(gpt2.encode_ordinary(short['text'])) <= 20
-            assert len(short['text']) >= len(gpt2.decode(gpt2.encode_ordinary(full['text'])[:19]))
+    for text in texts:
+        short = cut_to_tokens(text, gpt2, 20)
+        # a prefix, in 20 tokens or fewer, and no shorter than what 19 tokens hold
+        assert text.startswith(short) and len(gpt2.encode_ordinary(short)) <= 20
+        assert len(short) >= len(gpt2.decode(gpt2.encode_ordinary(text)[:19]))
 
 
 class PreviousToken(torch.nn.Module):
@@ -410,18 +407,21 @@ class PreviousToken(torch.nn.Module):
         return 4 * torch.sin(0.37 * before + 1e-4 * total + 0.011 * torch.arange(50368)), None
 
 
-def load_domain_eval():
-    spec = importlib.util.spec_from_file_location('domain_eval', f'{ROOT}/dev/domain_eval.py')
-    domain_eval = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(domain_eval)
-    return domain_eval
+def load_dev_script(name: str):
+    """A script of dev/ as a module, to test its functions (with dev/ importable, as when run)."""
+    if f'{ROOT}/dev' not in sys.path:
+        sys.path.append(f'{ROOT}/dev')
+    spec = importlib.util.spec_from_file_location(name, f'{ROOT}/dev/{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_domain_eval_scores_a_word_by_the_chain_rule():
     """dev/domain_eval.py: a word of one token scores the same both ways; by the chain rule, step j
     scores every masked word's token j with the tokens before it in each masked word shown, as one
     forward pass per token gives."""
-    domain_eval = load_domain_eval()
+    domain_eval = load_dev_script('domain_eval')
     model, tok = PreviousToken(), hf_tokenizer('gpt2')
     text = 'def forward(self, hidden_states):\n    return torchvision_transformer(hidden_states)'
     spans = {m.group(): m.span() for m in re.finditer(r'\w+', text)}
@@ -456,7 +456,7 @@ def test_domain_eval_scores_a_word_by_the_chain_rule():
 def test_domain_eval_draws_unseen_words_only_from_lines_train_lacks():
     """--unseen_lines: no chosen word lies on a line that train holds (stripped); without it the
     draw is the one over every word of the text, so earlier scores stay reproducible."""
-    domain_eval = load_domain_eval()
+    domain_eval = load_dev_script('domain_eval')
     lines = [f'    value_{i} = compute(value_{i - 1}, scale={i})' for i in range(40)]
     text = '\n'.join(lines)
     spans = [m.span() for m in re.finditer(r'\w+', text)]
