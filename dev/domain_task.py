@@ -63,9 +63,10 @@ def cut_to_tokens(text: str, tok, n: int) -> str:
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith('--cut=')]
     cuts = [a.removeprefix('--cut=') for a in sys.argv[1:] if a.startswith('--cut=')]
-    if len(args) != 2 or len(cuts) > 1 or (cuts and not cuts[0].isdigit()):
+    positive = all(c.isdigit() and int(c) > 0 for c in cuts)
+    if len(args) != 2 or len(cuts) > 1 or not positive:
         fail('usage: python dev/domain_task.py <corpus folder of dev/domain_corpus.py> '
-             '<out folder> [--cut=<gpt2 tokens>]')
+             '<out folder> [--cut=<a positive number of gpt2 tokens>]')
     corpus, out = Path(args[0]), args[1]
     cut = int(cuts[0]) if cuts else None
     gpt2 = load_tokenizer('gpt2') if cut else None

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from domain_arms_summary import T975
 
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
 RUN = re.compile(r'lr (\S+), seed (\d+): dev \S+ \((\S+)\)')
 
 
