@@ -1,11 +1,11 @@
 """
-The code-family task (dev/domain_task.py) split by whether a function names its family (docs/domain.md):
-about half of them hold the family's name (`GemmaAttention` in a function of `gemma`), and a tokenizer
-that learned the name as one token may win there alone. Reads the test predictions that a comparison
-of two arms (finetune.py --baseline=<checkpoints> --cache_dir=...) kept in its run cache, through the
-cache paths its log printed, at each arm's chosen learning rate; prints each arm's accuracy on the
-functions with and without the name, and the difference by pre-training seed with a 95% t-interval
-over those seeds.
+The code-family task (dev/domain_task.py) split by whether a function names its family
+(docs/domain.md): about half of them hold the family's name (`GemmaAttention` in a function of
+`gemma`), and a tokenizer that learned the name as one token may win there alone. Reads the test
+predictions that a comparison of two arms (finetune.py --baseline=<checkpoints> --cache_dir=...)
+kept in its run cache, through the cache paths its log printed, at each arm's chosen learning rate;
+prints each arm's accuracy on the functions with and without the name, and the difference by
+pre-training seed with a 95% t-interval over those seeds.
 
     python dev/family_names.py tasks/code_family family3_pieces_none.log family3_pieces_none.json
 """
