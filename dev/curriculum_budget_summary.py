@@ -6,7 +6,8 @@ vocabulary by seed, with 95% t-intervals over seeds. Two other arms of the folde
 their zero-shot scores, may be named (the curriculum against a control that ran beside it).
 
     python dev/curriculum_budget_summary.py runs/budget300
-    python dev/curriculum_budget_summary.py runs/budget300 cur4096,trainvocab zero_shot_trainvocab.jsonl
+    python dev/curriculum_budget_summary.py runs/budget300 cur4096,trainvocab \
+        zero_shot_trainvocab.jsonl
 """
 import json
 import os
