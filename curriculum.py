@@ -517,6 +517,14 @@ class Curriculum:
                             self.data['probs'], seed_for(self.seed, *key), self.device,
                             self.data['pack_documents'])
 
+    def done(self, it: int) -> bool:
+        """The run is over before iteration it: max_iters or the time budget spent, unless the next
+        operation fires at a share of the budget. The time is read every log_interval iterations,
+        so a share within the budget's last log interval could otherwise be passed over; such an
+        operation fires at the end instead, and one more step trains after it."""
+        left = self.schedule[len(self.state['executed_ops']):]
+        return self.budget.done(it) and not (left and 'at_fraction' in left[0])
+
     def due(self, it: int, val_loss: float | None) -> list:
         """(index, trigger) of the operations that fire now, in order; each waits for the one
         before. val_loss: the validation loss measured at iteration it, None when it was not

@@ -344,7 +344,7 @@ peak = peak_flops or (989e12 if device_type == 'cuda' else 135e9)  # for MFU
 local_iter, clock, ahead = 0, StepClock(), {}
 while True:
     # once in a while: evaluate, save, and run the operations the schedule has due ----
-    finished = budget.done(iter_num)  # max_iters reached, or the time budget spent
+    finished = curriculum.done(iter_num)  # max_iters reached, or the time budget spent
     save_now = checkpoint_interval > 0 and iter_num % checkpoint_interval == 0
     if (iter_num % eval_interval == 0 or finished) and progress['last_eval_iter'] != iter_num:
         val_loss = run_evaluation(iter_num)['val_loss']

@@ -305,6 +305,22 @@ def test_a_time_budget_ends_the_run_fires_by_fraction_and_resumes_exactly(data_r
                                resume_at, 8)
 
 
+def test_a_share_of_the_budget_within_its_last_log_interval_still_fires(data_root, tmp_path):
+    """Time is read every log_interval iterations: at 2 s an iteration and every 4th read, the
+    budget of 16 s reads 2, 12, then 20 s (0.125, 0.75, done), passing over 0.9. The grow fires at
+    the end instead, one step trains after it, and the run ends in the full vocabulary."""
+    schedule = [{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_fraction': 0.9},
+                {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
+    train(data_root, tmp_path / 'out', *curriculum_args(data_root, tmp_path, schedule),
+          '--max_iters=1000', '--time_budget=16', '--inject_step_seconds=2', '--log_interval=4')
+    records = read_metrics(tmp_path / 'out')
+    assert [(m['iter'], m['op']) for m in records if 'op' in m] == [
+        (9, 'resize_vocabulary'), (9, 'disable_vocab_remapping')]
+    ckpt = load_checkpoint(str(tmp_path / 'out' / 'ckpt.pt'))
+    assert ckpt['iter_num'] == 10 and ckpt['model_args']['vocab_size'] == 50368
+    assert ckpt['state']['remapping'] is False
+
+
 def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_path):
     """With noise 0 and no random replacements, the grown model is the same function: the val loss
     in the full space exceeds the shrunken one by (fraction of RARE targets) * log(rare group size),

@@ -469,9 +469,34 @@ def test_domain_eval_draws_unseen_words_only_from_lines_train_lacks():
     assert len(words) == round(0.15 * len(spans) / 2) and all(i % 2 == 1 for i in on_line)
 
 
-def test_family_names_splits_a_comparison_by_whether_the_family_is_named(tmp_path):
-    """dev/family_names.py reads each arm's runs at its chosen rate back from the cache paths the
-    comparison's log printed, and splits the accuracy by whether a function names its family."""
+def comparison_log(folder: Path, arms: list, truth: list, checkpoints: int,
+                   seeds: int) -> tuple[str, str]:
+    """A finetune.py comparison's log and result as dev/split_predictions.py reads them: each
+    arm's predictions per run at its chosen rate 1e-3, then as many at 3e-3, all wrong (not to be
+    read), each in the cache file the log names."""
+    folder.mkdir()
+    lines = []
+    for k, predictions in enumerate(arms):
+        lines.append(f'files: arm {k}')
+        for rate in ('1e-03', '3e-03'):
+            for i, p in enumerate(predictions):
+                path = folder / f'{k}_{rate}_{i}.pt'
+                torch.save({'predictions': torch.tensor(
+                    p if rate == '1e-03' else [1 - y for y in truth])}, path)
+                lines.append(f'lr {rate}, seed {i % seeds}: dev 0.5 ({path})')
+    (folder / 'log').write_text('\n'.join(lines) + '\n')
+    (folder / 'result.json').write_text(json.dumps(
+        {'learning_rate': 0.001, 'init_from': ','.join(['a.pt'] * checkpoints),
+         'seeds': list(range(seeds)), 'grid': {'0.001': 0.5, '0.003': 0.5},
+         'baseline': {'learning_rate': 0.001}}))
+    return str(folder / 'log'), str(folder / 'result.json')
+
+
+def test_split_predictions_splits_a_comparison_by_a_property_of_each_example(tmp_path):
+    """dev/split_predictions.py reads each arm's runs at its chosen rate back from the cache paths
+    the comparison's log printed, and splits the accuracy by whether a function names its family,
+    or by how many of its tokens a shrunken vocabulary leaves out; random weights pair with each
+    checkpoint by fine-tuning seed."""
     task = tmp_path / 'task'
     task.mkdir()
     rows = [('def f(x):\n    return GemmaNorm(x)', 'gemma'), ('def g(): pass', 'gemma'),
@@ -480,23 +505,36 @@ def test_family_names_splits_a_comparison_by_whether_the_family_is_named(tmp_pat
         (task / f'{split}.jsonl').write_text(
             ''.join(json.dumps({'text': t, 'label': label}) + '\n' for t, label in rows))
     # labels sort as deep_seek = 0, gemma = 1; truth is [1, 1, 0, 0], rows 0 and 2 named
-    right, named_only, wrong = [1, 1, 0, 0], [1, 0, 0, 1], [0, 0, 1, 1]
-    runs = {'a': [right, right, right, named_only], 'b': [named_only, named_only, wrong, wrong]}
-    lines = []
-    for arm, predictions in runs.items():
-        lines.append(f'files: ... {arm}')
-        for i, p in enumerate(predictions + [wrong]):  # the last at another rate, not read
-            path = tmp_path / f'{arm}{i}.pt'
-            torch.save({'predictions': torch.tensor(p)}, path)
-            lines.append(f"lr {'1e-03' if i < 4 else '3e-03'}, seed {i % 2}: dev 0.5 ({path})")
-    (tmp_path / 'log').write_text('\n'.join(lines) + '\n')
-    (tmp_path / 'result.json').write_text(json.dumps(
-        {'learning_rate': 0.001, 'init_from': 'a1,a2', 'baseline': {'learning_rate': 0.001}}))
-    out = run_script('dev/family_names.py', str(task), str(tmp_path / 'log'),
-                     str(tmp_path / 'result.json')).stdout.splitlines()
-    assert out[0] == '2 of 4 test functions name their family'
+    truth, right, named_only, wrong = [1, 1, 0, 0], [1, 1, 0, 0], [1, 0, 0, 1], [0, 0, 1, 1]
+    log, result = comparison_log(tmp_path / 'named', [[right, right, right, named_only],
+                                                      [named_only, named_only, wrong, wrong]],
+                                 truth, checkpoints=2, seeds=2)
+    out = run_script('dev/split_predictions.py', log, result, 'named', str(task)).stdout
+    out = out.splitlines()
+    assert out[0] == '2 of 4 test examples: named'
     # by checkpoint, a - b over (all, named, not named): (0.5, 0, 1) and (0.75, 1, 0.5)
     assert out[1].startswith('all: 0.875 vs 0.250, difference +0.625')
     assert out[2].startswith('named: 1.000 vs 0.500, difference +0.500')
     assert out[3].startswith('not named: 0.750 vs 0.000, difference +0.750')
     assert out[2].endswith('by seed +0.000, +1.000') and out[3].endswith('by seed +1.000, +0.500')
+
+    # rare: a shrunken vocabulary that leaves out one token of each of the named functions
+    tok = load_tokenizer('gpt2')
+    ids = [tok.encode_ordinary(t) for t, _ in rows]
+    full_to_shrunk = torch.zeros(tok.vocab_size, dtype=torch.long)
+    for i in (0, 2):
+        full_to_shrunk[next(t for t in ids[i] if ids[i].count(t) == 1
+                            and all(t not in ids[j] for j in range(4) if j != i))] = 6
+    vocab = tmp_path / 'data'
+    vocab.mkdir()
+    torch.save({'full_to_shrunk': full_to_shrunk, 'rare_id': 6}, vocab / 'vocab_16.pt')
+    (vocab / 'meta.json').write_text(json.dumps({'tokenizer': 'gpt2'}))
+    # two checkpoints of one fine-tuning seed against random weights, which pair with both
+    log, result = comparison_log(tmp_path / 'rare', [[right, named_only], [wrong]], truth,
+                                 checkpoints=2, seeds=1)
+    out = run_script('dev/split_predictions.py', log, result, 'rare', str(vocab / 'vocab_16.pt'),
+                     str(task)).stdout.splitlines()
+    assert out[0] == '2 of 4 test examples: more than 0 rare tokens'
+    assert out[1].startswith('all: 0.750 vs 0.000, difference +0.750')
+    assert out[2].startswith('more than 0 rare tokens: 1.000 vs 0.000')
+    assert out[3].endswith('by seed +1.000, +0.000')
