@@ -520,10 +520,12 @@ class Curriculum:
     def done(self, it: int) -> bool:
         """The run is over before iteration it: max_iters or the time budget spent, unless the next
         operation fires at a share of the budget. The time is read every log_interval iterations,
-        so a share within the budget's last log interval could otherwise be passed over; such an
-        operation fires at the end instead, and one more step trains after it."""
+        so a share within the budget's last log interval could otherwise be passed over; that
+        operation (and those due with it) fires at the end instead, and one more step trains after
+        it, also in a run resumed from the checkpoint saved right after it."""
         left = self.schedule[len(self.state['executed_ops']):]
-        return self.budget.done(it) and not (left and 'at_fraction' in left[0])
+        rescued = left and 'at_fraction' in left[0] or self.state['last_op_iter'] == it > 0
+        return self.budget.done(it) and not rescued
 
     def due(self, it: int, val_loss: float | None) -> list:
         """(index, trigger) of the operations that fire now, in order; each waits for the one

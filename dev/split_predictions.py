@@ -2,12 +2,14 @@
 A fine-tuning comparison of two arms split in two by a property of each test example: reads the test
 predictions that the comparison (finetune.py --init_from=... --baseline=... --cache_dir=...) kept
 in its run cache, through the cache paths its log printed, at each arm's chosen learning rate;
-prints each arm's accuracy on the two parts, and the difference by pre-training seed with a 95%
-t-interval over those seeds. Random weights as the baseline pair with each checkpoint by seed.
+prints each arm's accuracy on the two parts, the difference by pre-training seed with a 95%
+t-interval over those seeds (the test examples held fixed), and whether it differs between the
+parts. Random weights as the baseline pair with each checkpoint by seed.
 
     named: the text holds its label's name (a code function and its family, dev/domain_task.py);
-    rare VOCAB: the text holds more tokens outside a prepare.py --shrink_vocab=K file than the
-        median test example (what a vocabulary curriculum reads as RARE for most of its run).
+    rare VOCAB: a larger share of the tokens fine-tuning reads are outside a prepare.py
+        --shrink_vocab=K file than in the median test example (what a vocabulary curriculum reads
+        as RARE for most of its run).
 
 The test examples are the task folder's test.jsonl, or else the built-in task the result names.
 
@@ -47,7 +49,8 @@ def test_examples(result: dict, folder: str | None) -> tuple[list[str], np.ndarr
     return [t[0] for t, _ in test], np.array([y for _, y in test]), task.label_names
 
 
-def split(how: list[str], texts: list[str], truth: np.ndarray, names: list[str]) -> tuple:
+def split(how: list[str], texts: list[str], truth: np.ndarray, names: list[str],
+          max_length: int) -> tuple:
     """(a boolean per example, the two parts' names)."""
     if how[0] == 'named':
         return (np.array([squeezed(names[y]) in squeezed(t) for t, y in zip(texts, truth)]),
@@ -56,9 +59,10 @@ def split(how: list[str], texts: list[str], truth: np.ndarray, names: list[str])
     meta = json.loads((Path(how[1]).parent / 'meta.json').read_text())
     tok = load_tokenizer(meta['tokenizer'])
     outside = (vocab['full_to_shrunk'] == vocab['rare_id']).numpy()
-    counts = np.array([outside[tok.encode_ordinary(t)].sum() for t in texts])
-    k = int(np.median(counts))
-    return counts > k, (f'more than {k} rare tokens', f'{k} or fewer')
+    # the share of the tokens fine-tuning reads (max_length less [CLS] and [SEP]) that are rare
+    share = np.array([outside[tok.encode_ordinary(t)[:max_length - 2]].mean() for t in texts])
+    k = np.median(share)
+    return share > k, (f'more than {k:.1%} rare tokens', f'{k:.1%} or fewer')
 
 
 def accuracies(log: str, result: dict, truth: np.ndarray, part: np.ndarray) -> list[np.ndarray]:
@@ -81,18 +85,20 @@ def main() -> None:
         sys.exit('split by: named [task folder], or rare <vocab_K.pt> [task folder]')
     folder = how[2 if how[0] == 'rare' else 1:]
     texts, truth, names = test_examples(result, folder[0] if folder else None)
-    part, part_names = split(how, texts, truth, names)
+    part, part_names = split(how, texts, truth, names, result['max_length'])
     a, b = accuracies(log, result, truth, part)
     checkpoints = len(result['init_from'].split(','))
     if len(b) < len(a):  # random weights: a fine-tuning seed pairs with it on every checkpoint
         b = np.tile(b, (checkpoints, 1))
     by_seed = (a - b).reshape(checkpoints, -1, 3).mean(1)
     print(f'{part.sum()} of {len(part)} test examples: {part_names[0]}')
-    for i, name in enumerate(('all',) + part_names):
+    # the last row: whether the difference itself differs between the two parts
+    by_seed = np.column_stack([by_seed, by_seed[:, 1] - by_seed[:, 2]])
+    for i, name in enumerate(('all', *part_names, 'the first part less the second')):
         d = by_seed[:, i]
         half_width = T975[len(d) - 1] * d.std(ddof=1) / len(d) ** 0.5
-        print(f'{name}: {a[:, i].mean():.3f} vs {b[:, i].mean():.3f}, '
-              f'difference {d.mean():+.3f} ({d.mean() - half_width:+.3f} to '
+        scores = f'{a[:, i].mean():.3f} vs {b[:, i].mean():.3f}, ' if i < 3 else ''
+        print(f'{name}: {scores}difference {d.mean():+.3f} ({d.mean() - half_width:+.3f} to '
               f'{d.mean() + half_width:+.3f}), by seed {", ".join(f"{x:+.3f}" for x in d)}')
 
 

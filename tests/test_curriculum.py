@@ -311,14 +311,22 @@ def test_a_share_of_the_budget_within_its_last_log_interval_still_fires(data_roo
     the end instead, one step trains after it, and the run ends in the full vocabulary."""
     schedule = [{'name': 'resize_vocabulary', 'value': [None, 0.0], 'at_fraction': 0.9},
                 {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
-    train(data_root, tmp_path / 'out', *curriculum_args(data_root, tmp_path, schedule),
-          '--max_iters=1000', '--time_budget=16', '--inject_step_seconds=2', '--log_interval=4')
+    args = [*curriculum_args(data_root, tmp_path, schedule), '--max_iters=1000',
+            '--time_budget=16', '--inject_step_seconds=2', '--log_interval=4']
+    train(data_root, tmp_path / 'out', *args)
     records = read_metrics(tmp_path / 'out')
     assert [(m['iter'], m['op']) for m in records if 'op' in m] == [
         (9, 'resize_vocabulary'), (9, 'disable_vocab_remapping')]
     ckpt = load_checkpoint(str(tmp_path / 'out' / 'ckpt.pt'))
     assert ckpt['iter_num'] == 10 and ckpt['model_args']['vocab_size'] == 50368
     assert ckpt['state']['remapping'] is False
+    # resumed from the checkpoint saved right after the grow, the last step still trains
+    resumed = tmp_path / 'resumed'
+    resumed.mkdir()
+    shutil.copy(tmp_path / 'out' / 'ckpt_0000009.pt', resumed / 'ckpt.pt')
+    train(data_root, resumed, *args, '--init_from=resume')
+    assert load_checkpoint(str(resumed / 'ckpt.pt'))['iter_num'] == 10
+    assert_same_weights(tmp_path / 'out', resumed)
 
 
 def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_path):

@@ -487,7 +487,7 @@ def comparison_log(folder: Path, arms: list, truth: list, checkpoints: int,
     (folder / 'log').write_text('\n'.join(lines) + '\n')
     (folder / 'result.json').write_text(json.dumps(
         {'learning_rate': 0.001, 'init_from': ','.join(['a.pt'] * checkpoints),
-         'seeds': list(range(seeds)), 'grid': {'0.001': 0.5, '0.003': 0.5},
+         'seeds': list(range(seeds)), 'grid': {'0.001': 0.5, '0.003': 0.5}, 'max_length': 128,
          'baseline': {'learning_rate': 0.001}}))
     return str(folder / 'log'), str(folder / 'result.json')
 
@@ -517,6 +517,7 @@ def test_split_predictions_splits_a_comparison_by_a_property_of_each_example(tmp
     assert out[2].startswith('named: 1.000 vs 0.500, difference +0.500')
     assert out[3].startswith('not named: 0.750 vs 0.000, difference +0.750')
     assert out[2].endswith('by seed +0.000, +1.000') and out[3].endswith('by seed +1.000, +0.500')
+    assert out[4].startswith('the first part less the second: difference -0.250')
 
     # rare: a shrunken vocabulary that leaves out one token of each of the named functions
     tok = load_tokenizer('gpt2')
@@ -534,7 +535,8 @@ def test_split_predictions_splits_a_comparison_by_a_property_of_each_example(tmp
                                  checkpoints=2, seeds=1)
     out = run_script('dev/split_predictions.py', log, result, 'rare', str(vocab / 'vocab_16.pt'),
                      str(task)).stdout.splitlines()
-    assert out[0] == '2 of 4 test examples: more than 0 rare tokens'
+    # rows 0 and 2 hold one rare token each, rows 1 and 3 none: the median share lies between
+    assert re.fullmatch(r'2 of 4 test examples: more than \d\.\d% rare tokens', out[0])
     assert out[1].startswith('all: 0.750 vs 0.000, difference +0.750')
-    assert out[2].startswith('more than 0 rare tokens: 1.000 vs 0.000')
+    assert 'rare tokens: 1.000 vs 0.000' in out[2]
     assert out[3].endswith('by seed +1.000, +0.000')
