@@ -524,7 +524,7 @@ class Curriculum:
         operation (and those due with it) fires at the end instead, and one more step trains after
         it, also in a run resumed from the checkpoint saved right after it."""
         left = self.schedule[len(self.state['executed_ops']):]
-        rescued = left and 'at_fraction' in left[0] or self.state['last_op_iter'] == it > 0
+        rescued = (left and 'at_fraction' in left[0]) or self.state['last_op_iter'] == it > 0
         return self.budget.done(it) and not rescued
 
     def due(self, it: int, val_loss: float | None) -> list:

@@ -27,11 +27,12 @@ def train_tokens(folder: str) -> int:
                for f in os.listdir(folder) if f.startswith('train') and f.endswith('.bin'))
 
 
-def t_interval(values: np.ndarray) -> str:
+def t_interval(values: np.ndarray, spec: str = '.4f') -> str:
+    """The mean and its 95% t-interval over the values (seeds), each formatted with spec."""
     if len(values) == 1:
-        return f'{values[0]:.4f} (one seed)'
-    half = T975[len(values) - 1] * values.std(ddof=1) / np.sqrt(len(values))
-    return f'{values.mean():.4f} ({values.mean() - half:.4f} to {values.mean() + half:.4f})'
+        return f'{values[0]:{spec}} (one seed)'
+    mean, half = values.mean(), T975[len(values) - 1] * values.std(ddof=1) / np.sqrt(len(values))
+    return f'{mean:{spec}} ({mean - half:{spec}} to {mean + half:{spec}})'
 
 
 def main() -> None:

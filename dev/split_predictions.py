@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from domain_arms_summary import T975
+from domain_arms_summary import t_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from finetune import DEFAULTS, load_task  # noqa: E402
@@ -37,14 +37,11 @@ def squeezed(text: str) -> str:
 
 
 def test_examples(result: dict, folder: str | None) -> tuple[list[str], np.ndarray, list[str]]:
-    """The test texts, their label indices and the label names."""
-    if folder:
-        read = [[json.loads(line) for line in open(Path(folder) / f'{split}.jsonl')]
-                for split in ('train', 'test')]
-        names = sorted({r['label'] for r in read[0]})
-        return ([r['text'] for r in read[1]], np.array([names.index(r['label']) for r in read[1]]),
-                names)
-    task = load_task(dict(DEFAULTS, task=result['task']))
+    """The test texts, their label indices and the label names, as finetune.py read them."""
+    files = {} if folder is None else dict(task='files', **{
+        f'{split}_file': str(Path(folder) / f'{name}.jsonl')
+        for split, name in (('train', 'train'), ('validation', 'dev'), ('test', 'test'))})
+    task = load_task({**DEFAULTS, 'task': result['task'], **files})
     test = next(iter(task.tests.values()))
     return [t[0] for t, _ in test], np.array([y for _, y in test]), task.label_names
 
@@ -96,10 +93,9 @@ def main() -> None:
     by_seed = np.column_stack([by_seed, by_seed[:, 1] - by_seed[:, 2]])
     for i, name in enumerate(('all', *part_names, 'the first part less the second')):
         d = by_seed[:, i]
-        half_width = T975[len(d) - 1] * d.std(ddof=1) / len(d) ** 0.5
         scores = f'{a[:, i].mean():.3f} vs {b[:, i].mean():.3f}, ' if i < 3 else ''
-        print(f'{name}: {scores}difference {d.mean():+.3f} ({d.mean() - half_width:+.3f} to '
-              f'{d.mean() + half_width:+.3f}), by seed {", ".join(f"{x:+.3f}" for x in d)}')
+        print(f'{name}: {scores}difference {t_interval(d, "+.3f")}, '
+              f'by seed {", ".join(f"{x:+.3f}" for x in d)}')
 
 
 if __name__ == '__main__':

@@ -487,7 +487,8 @@ def comparison_log(folder: Path, arms: list, truth: list, checkpoints: int,
     (folder / 'log').write_text('\n'.join(lines) + '\n')
     (folder / 'result.json').write_text(json.dumps(
         {'learning_rate': 0.001, 'init_from': ','.join(['a.pt'] * checkpoints),
-         'seeds': list(range(seeds)), 'grid': {'0.001': 0.5, '0.003': 0.5}, 'max_length': 128,
+         'task': 'files', 'seeds': list(range(seeds)), 'grid': {'0.001': 0.5, '0.003': 0.5},
+         'max_length': 128,
          'baseline': {'learning_rate': 0.001}}))
     return str(folder / 'log'), str(folder / 'result.json')
 
@@ -501,7 +502,7 @@ def test_split_predictions_splits_a_comparison_by_a_property_of_each_example(tmp
     task.mkdir()
     rows = [('def f(x):\n    return GemmaNorm(x)', 'gemma'), ('def g(): pass', 'gemma'),
             ('def h(y):\n    return deep_seek(y)', 'deep_seek'), ('def k(): pass', 'deep_seek')]
-    for split in ('train', 'test'):
+    for split in ('train', 'dev', 'test'):
         (task / f'{split}.jsonl').write_text(
             ''.join(json.dumps({'text': t, 'label': label}) + '\n' for t, label in rows))
     # labels sort as deep_seek = 0, gemma = 1; truth is [1, 1, 0, 0], rows 0 and 2 named
