@@ -2,6 +2,12 @@
 
     python dev/diagnose.py out-demo/ckpt.pt            # the pre-trained model
     python dev/diagnose.py out-demo/ckpt.pt scratch    # the same architecture, random weights
+    python dev/diagnose.py out-demo/ckpt.pt labels=300 seed=1   # fine-tuning's 300 passages
+
+The probes learn from 2,000 training passages and are scored on dev. With labels=N they learn from
+the N passages that `finetune.py --max_train_samples=N --seeds=S` fine-tunes on for seed=S (random
+weights are drawn with that seed too), and the final mean-pooled probe is scored on test as well:
+its settings are fixed here, nothing is chosen on test.
 """
 import math
 import sys
@@ -19,9 +25,11 @@ from checkpoint import load_model  # noqa: E402
 from tokenizer import load_recorded_tokenizer  # noqa: E402
 
 A.BAND_FROM_WINDOWS = 10 ** 9  # dense bool masks so entropy is easy
-torch.manual_seed(0)
 path = sys.argv[1]
-scratch = len(sys.argv) > 2 and sys.argv[2] == 'scratch'
+scratch = 'scratch' in sys.argv[2:]
+opts = dict(a.split('=', 1) for a in sys.argv[2:] if '=' in a)
+labels, seed = int(opts.get('labels', 0)), int(opts.get('seed', 0))
+torch.manual_seed(seed)
 loaded = load_model(path)
 enc = loaded.model
 tok = load_recorded_tokenizer(loaded.tokenizer, path)
@@ -30,8 +38,12 @@ if scratch:
 enc.eval()
 
 task = FT.shakespeare_works_task(400)
-train = FT.sample(task.train, 2000)
-val = task.dev  # dev only: test is for the reported scores
+if labels:
+    train = [task.train[i] for i in FT.labelled_subset(len(task.train), labels, seed)]
+else:
+    train = FT.sample(task.train, 2000)
+val = task.dev
+test = task.tests['test']
 ids_tr = FT.encode(train, tok, 128)
 ids_va = FT.encode(val, tok, 128)
 y_tr = torch.tensor([y for _, y in train])
@@ -82,7 +94,7 @@ def features(ids):
     return torch.cat(outs, 1)  # [L+2, N, 2H]
 
 
-def probe(Xtr, Xva):
+def probe(Xtr, Xva, y_va=y_va):
     mu, sd = Xtr.mean(0), Xtr.std(0) + 1e-6
     Xtr, Xva = (Xtr - mu) / sd, (Xva - mu) / sd
     W = torch.zeros(Xtr.shape[1], task.num_labels, requires_grad=True)
@@ -127,6 +139,11 @@ for i, name in enumerate(names):
           f"rank mean {eff_rank(mean_tr):5.1f} cls {eff_rank(cls_tr):5.1f} | "
           f"cos mean {mean_cos(mean_tr):.2f} cls {mean_cos(cls_tr):.2f} | "
           f"rms {Ftr[i, :, :H].pow(2).mean().sqrt():.2f}")
+if labels:
+    Fte = features(FT.encode(test, tok, 128))
+    y_te = torch.tensor([y for _, y in test])
+    print(f"final probe mean, {len(train)} labels, seed {seed}: dev {probe(Ftr[-1, :, :H], Fva[-1, :, :H]):.4f} "
+          f"test {probe(Ftr[-1, :, :H], Fte[-1, :, :H], y_te):.4f}")
 print("attention entropy (normalized) per layer:", ' '.join(f"{ent[k]:.2f}" for k in sorted(ent)))
 for i, layer in enumerate(enc.model.layers):
     matrices = {n: p for n, p in layer.named_parameters() if p.ndim == 2}
