@@ -144,7 +144,8 @@ if labels:
     y_te = torch.tensor([y for _, y in test])
     dev_acc = probe(Ftr[-1, :, :H], Fva[-1, :, :H])
     test_acc = probe(Ftr[-1, :, :H], Fte[-1, :, :H], y_te)
-    print(f"final probe mean, {len(train)} labels, seed {seed}: dev {dev_acc:.4f} test {test_acc:.4f}")
+    print(f"final probe mean, {len(train)} labels, seed {seed}: "
+          f"dev {dev_acc:.4f} test {test_acc:.4f}")
 print("attention entropy (normalized) per layer:", ' '.join(f"{ent[k]:.2f}" for k in sorted(ent)))
 for i, layer in enumerate(enc.model.layers):
     matrices = {n: p for n, p in layer.named_parameters() if p.ndim == 2}
