@@ -3,6 +3,7 @@ shakespeare_lines by probe over a learning-rate grid), the zero-shot MLM scores,
 that a tiny model must learn, GLUE's task table through a stand-in for `datasets`, and the
 refusals."""
 import json
+import re
 import sys
 import types
 
@@ -483,3 +484,28 @@ def test_a_model_without_a_tokenizer_is_refused(ckpt, tmp_path):
     torch.save(bare, tmp_path / 'bare.pt')
     assert 'records no tokenizer' in stop_in_process('finetune.py',
                                                      f'--init_from={tmp_path / "bare.pt"}')
+
+
+def test_frozen_probes_on_finetunings_labels_gather_by_arm(ckpt, tmp_path):
+    """dev/diagnose.py labels=N seed=S probes the N passages finetune.py's seed S fine-tunes on and
+    scores test too; dev/probe_summary.py averages each checkpoint over label seeds and pairs each
+    arm with random weights drawn for the same label seed."""
+    outputs = {}
+    for name, extra in (('pre_s1', []), ('pre_s1_scratch', ['scratch'])):
+        for seed in (0, 1):
+            out = run_script('dev/diagnose.py', ckpt, *extra, 'labels=40', f'seed={seed}').stdout
+            line = next(x for x in out.splitlines() if x.startswith('final probe mean'))
+            assert line.startswith(f'final probe mean, 40 labels, seed {seed}: dev ')
+            outputs[name, seed] = float(line.rsplit(' ', 1)[1])
+            (tmp_path / f'{name}_labels_40_seed_{seed}.txt').write_text(out)
+    (tmp_path / 'unfinished_s2_labels_40_seed_0.txt').write_text('emb probe mean 0.1\n')
+    summary = run_script('dev/probe_summary.py', *map(str, tmp_path.iterdir())).stdout
+    assert 'unfinished' not in summary
+    test = [outputs['pre_s1', s] for s in (0, 1)]
+    drawn = [outputs['pre_s1_scratch', s] for s in (0, 1)]
+    assert 'pre_s1: dev' in summary and f'test {np.mean(test):.4f} (label seeds [0, 1])' in summary
+    paired = np.array(test) - np.array(drawn)
+    m = re.search(r'minus random weights (\S+) \(one seed\) over pre-training seeds, (\S+) '
+                  r'\((\S+) to (\S+)\) paired by label seed', summary)
+    assert m and abs(float(m[1]) - paired.mean()) < 2e-4 and abs(float(m[2]) - paired.mean()) < 2e-4
+    assert float(m[3]) < paired.mean() < float(m[4])  # two label seeds: a t-interval with 1 df
