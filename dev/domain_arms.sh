@@ -9,6 +9,8 @@
 #   random: the same tokens, the new rows drawn as a new model's (--grow_rows=random)
 #   scaled: random rows at the start model's mean row length (--grow_rows=random_scaled)
 #   none:   the base tokenizer, plain continued pre-training
+#   warm:   the base tokenizer, the vocabulary parameters alone for the first 100 iterations as the
+#           arms with new rows (config/domain_cpu.py's schedule): none's recipe made theirs
 #   added:  the same strings through transformers' add_tokens and resize_token_embeddings
 #           (dev/hf_add_tokens.py)
 # The three arms with new rows train them alone for their first 100 iterations
@@ -20,8 +22,9 @@ corpus=$1 start=$2 n=$3 budget=$4 out=$5
 shift 5
 pairs=${PAIRS:-pieces,random none,added}
 for a in ${pairs//,/ }; do
-    case $a in pieces|random|scaled|none|added) ;;
-        *) echo "PAIRS: unknown arm '$a'; the arms are pieces, random, scaled, none, added" >&2
+    case $a in pieces|random|scaled|none|warm|added) ;;
+        *) echo "PAIRS: unknown arm '$a'; the arms are pieces, random, scaled, none, warm," \
+            "added" >&2
             exit 1 ;;
     esac
 done
@@ -51,6 +54,7 @@ run() {  # arm name, seed
         scaled) arm scaled "$2" --init_from="$start" --dataset="$out/data_ext" \
             --grow_rows=random_scaled ;;
         none) arm none "$2" --init_from="$start" --dataset="$out/data_none" --schedule=[] ;;
+        warm) arm warm "$2" --init_from="$start" --dataset="$out/data_none" ;;
         added) arm added "$2" --init_from="hf:$out/hf_added" --dataset="$out/data_added" ;;
     esac
 }
