@@ -6,8 +6,8 @@
 
 The probes learn from 2,000 training passages and are scored on dev. With labels=N they learn from
 the N passages that `finetune.py --max_train_samples=N --seeds=S` fine-tunes on for seed=S (random
-weights are drawn with that seed too), and the final mean-pooled probe is scored on test as well:
-its settings are fixed here, nothing is chosen on test.
+weights: the draw fine-tuning's seed S starts from), and the final mean-pooled probe is scored on
+test as well: its settings are fixed here, nothing is chosen on test.
 """
 import math
 import sys
@@ -33,8 +33,8 @@ torch.manual_seed(seed)
 loaded = load_model(path)
 enc = loaded.model
 tok = load_recorded_tokenizer(loaded.tokenizer, path)
-if scratch:
-    enc = M.Encoder(enc.config)
+if scratch:  # fine-tuning's own draw for this seed
+    enc = FT.starting_encoder(enc, True, seed)
 enc.eval()
 
 task = FT.shakespeare_works_task(400)
