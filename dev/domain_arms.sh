@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a domain vocabulary buys, at equal wall-clock (docs/domain.md): continued pre-training of one
-# start model on a domain corpus in five arms, for each seed two arms side by side, one thread each
+# start model on a domain corpus in six arms, for each seed two arms side by side, one thread each
 # on the 2 cores (so the arms of a pair share the machine's load), then MLM loss per byte of the
 # held-out files for each run, added to <out>/loss_per_byte.jsonl. PAIRS says which arms run side
 # by side (and which run at all): by default 'pieces,random none,added', so that the close
@@ -14,13 +14,19 @@
 #   added:  the same strings through transformers' add_tokens and resize_token_embeddings
 #           (dev/hf_add_tokens.py)
 # The three arms with new rows train them alone for their first 100 iterations
-# (config/domain_cpu.py); the plain arm trains everything from the start.
+# (config/domain_cpu.py), and so does warm; none trains everything from the start.
 #   bash dev/domain_arms.sh <corpus folder> <start ckpt> <N> <seconds> <out folder> <seed>...
 #   bash dev/domain_arms.sh data/raw/code out-downstream/ckpt.pt 2000 600 runs/arms 1 2 3
 set -euo pipefail
 corpus=$1 start=$2 n=$3 budget=$4 out=$5
 shift 5
 pairs=${PAIRS:-pieces,random none,added}
+for pair in $pairs; do
+    if [ "${pair%,*}" = "${pair#*,}" ]; then
+        echo "PAIRS: '$pair' is not two different arms; write them as a,b (pieces,none)" >&2
+        exit 1
+    fi
+done
 for a in ${pairs//,/ }; do
     case $a in pieces|random|scaled|none|warm|added) ;;
         *) echo "PAIRS: unknown arm '$a'; the arms are pieces, random, scaled, none, warm," \
