@@ -94,9 +94,10 @@ def features(ids):
     return torch.cat(outs, 1)  # [L+2, N, 2H]
 
 
-def probe(Xtr, Xva, y_va=y_va):
+def probe(Xtr, *evals):
+    """Fit the standardized linear probe on Xtr once; its accuracy on each (X, y) of evals."""
     mu, sd = Xtr.mean(0), Xtr.std(0) + 1e-6
-    Xtr, Xva = (Xtr - mu) / sd, (Xva - mu) / sd
+    Xtr = (Xtr - mu) / sd
     W = torch.zeros(Xtr.shape[1], task.num_labels, requires_grad=True)
     b = torch.zeros(task.num_labels, requires_grad=True)
     opt = torch.optim.LBFGS([W, b], max_iter=200, line_search_fn='strong_wolfe')
@@ -107,7 +108,7 @@ def probe(Xtr, Xva, y_va=y_va):
         loss.backward()
         return loss
     opt.step(closure)
-    return ((Xva @ W + b).argmax(-1) == y_va).float().mean().item()
+    return [(((X - mu) / sd @ W + b).argmax(-1) == y).float().mean().item() for X, y in evals]
 
 
 def eff_rank(X):
@@ -135,15 +136,15 @@ print(f"{path} {'SCRATCH' if scratch else ''}")
 for i, name in enumerate(names):
     mean_tr, cls_tr = Ftr[i, :, :H], Ftr[i, :, H:]
     mean_va, cls_va = Fva[i, :, :H], Fva[i, :, H:]
-    print(f"{name:6s} probe mean {probe(mean_tr, mean_va):.3f} cls {probe(cls_tr, cls_va):.3f} | "
+    (acc_mean,), (acc_cls,) = probe(mean_tr, (mean_va, y_va)), probe(cls_tr, (cls_va, y_va))
+    print(f"{name:6s} probe mean {acc_mean:.3f} cls {acc_cls:.3f} | "
           f"rank mean {eff_rank(mean_tr):5.1f} cls {eff_rank(cls_tr):5.1f} | "
           f"cos mean {mean_cos(mean_tr):.2f} cls {mean_cos(cls_tr):.2f} | "
           f"rms {Ftr[i, :, :H].pow(2).mean().sqrt():.2f}")
 if labels:
     Fte = features(FT.encode(test, tok, 128))
     y_te = torch.tensor([y for _, y in test])
-    dev_acc = probe(Ftr[-1, :, :H], Fva[-1, :, :H])
-    test_acc = probe(Ftr[-1, :, :H], Fte[-1, :, :H], y_te)
+    dev_acc, test_acc = probe(Ftr[-1, :, :H], (Fva[-1, :, :H], y_va), (Fte[-1, :, :H], y_te))
     print(f"final probe mean, {len(train)} labels, seed {seed}: "
           f"dev {dev_acc:.4f} test {test_acc:.4f}")
 print("attention entropy (normalized) per layer:", ' '.join(f"{ent[k]:.2f}" for k in sorted(ent)))

@@ -32,6 +32,9 @@ def main() -> None:
               f'(label seeds {sorted(by_seed)})')
         arm, seed = ('random weights', 0) if 'scratch' in ckpt else ckpt.rsplit('_s', 1)
         arms[arm][seed] = {s: test for s, (_, test) in by_seed.items()}
+    if 'random weights' not in arms:
+        sys.exit('probe_summary.py: no finished random-weights output among the files; run '
+                 'dev/diagnose.py <ckpt> scratch labels=N seed=S for each label seed')
     draws = arms.pop('random weights')[0]
     random_mean = np.mean(list(draws.values()))
     print(f'random weights: test {t_interval(np.array(list(draws.values())))} over draws')
@@ -42,6 +45,7 @@ def main() -> None:
         print(f'{arm}: test {t_interval(means)}; minus random weights '
               f'{t_interval(means - random_mean)} over pre-training seeds, '
               f'{t_interval(paired)} paired by label seed')
+
 
 if __name__ == '__main__':
     main()
