@@ -68,6 +68,9 @@ DEFAULTS = dict(
     #   regression
     passage_chars=400,  # shakespeare_works: the length of a passage
     pooling='cls',  # 'cls' | 'mean'
+    standardize=False,  # centre and scale each feature of the pooled state by the batch's
+    #   statistics (the running ones at evaluation), a BatchNorm without weights as MAE's linear
+    #   probes use: pre-trained states share one direction that a new head otherwise has to undo
     from_scratch=False,  # init_from's architecture and tokenizer with random weights
     baseline='none',  # 'scratch': also run random weights with the same grid and seeds, and print
     #   both arms' test scores, their paired difference and its 95% interval; or another recipe's
@@ -79,6 +82,9 @@ DEFAULTS = dict(
     weight_decay=0.01,
     warmup_fraction=0.1,  # of the steps; then linear decay to 0
     epochs=3,
+    head_epochs=0,  # epochs that train the head alone on the frozen encoder before the epochs that
+    #   train every weight (LP-FT: the head starts the fine-tuning already fitted, so its first
+    #   random gradients do not reach the encoder); each stage warms up and decays on its own
     batch_size=32,
     max_length=128,  # tokens, [CLS] and [SEP] included; longer inputs are cut
     classifier_dropout=0.1,
@@ -467,13 +473,15 @@ def load_task(cfg: dict) -> Task:
 
 class SequenceClassifier(nn.Module):
     """An encoder with a classification (or, with one label, regression) head on [CLS] or the mean
-    of the tokens; with probe, the encoder is frozen and the head is the linear classifier alone."""
+    of the tokens; with probe, the encoder is frozen and the head is the linear classifier alone;
+    with standardize, the pooled state is standardized feature by feature first."""
 
     def __init__(self, encoder: Encoder, num_labels: int, pooling: str, dropout: float,
-                 probe: bool = False):
+                 probe: bool = False, standardize: bool = False):
         super().__init__()
         hidden = encoder.config.hidden_size
         self.encoder, self.pooling = encoder.requires_grad_(not probe), pooling
+        self.norm = nn.BatchNorm1d(hidden, affine=False) if standardize else None
         head = nn.Sequential(nn.Linear(hidden, hidden), nn.GELU(), nn.LayerNorm(hidden),
                              nn.Dropout(dropout))
         self.head = nn.Identity() if probe else head
@@ -486,6 +494,12 @@ class SequenceClassifier(nn.Module):
         else:
             weights = attention_mask.unsqueeze(-1).to(h.dtype)
             pooled = (h * weights).sum(1) / weights.sum(1)
+        if self.norm is not None:
+            # a batch of one has no spread of its own: the running statistics standardize it
+            n = self.norm
+            pooled = F.batch_norm(pooled, n.running_mean, n.running_var,
+                                  training=self.training and len(pooled) > 1,
+                                  momentum=n.momentum, eps=n.eps)
         return self.classifier(self.head(pooled))
 
 
@@ -563,6 +577,14 @@ def starting_encoder(encoder: Encoder, from_scratch: bool, seed: int) -> Encoder
     return Encoder(encoder.config) if from_scratch else copy.deepcopy(encoder)
 
 
+def warmup_then_decay(optimizer: torch.optim.Optimizer, steps: int,
+                      warmup_fraction: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warmup over warmup_fraction of the steps, then linear decay to 0 at the last."""
+    warmup = int(warmup_fraction * steps)
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / (warmup + 1), (steps - s) / max(1, steps - warmup)))
+
+
 def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int, lr: float,
              from_scratch: bool, run=None) -> dict:
     """Fine-tune (or probe) encoder's starting weights with a new head at learning rate lr, on the
@@ -570,38 +592,42 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
     (no selection by epoch), and the test predictions."""
     encoder = starting_encoder(encoder, from_scratch, seed)
     model = SequenceClassifier(encoder, task.num_labels, cfg['pooling'], cfg['classifier_dropout'],
-                               cfg['probe'])
+                               cfg['probe'], cfg['standardize'])
     model.to(cfg['device'])
     optimizer = torch.optim.AdamW(weight_decay_groups(model, cfg['weight_decay']), lr=lr)
     ids, labels = data['train']
     subset = labelled_subset(len(ids), cfg['max_train_samples'], seed)
-    steps = math.ceil(len(subset) / cfg['batch_size']) * cfg['epochs']
-    warmup = int(cfg['warmup_fraction'] * steps)
-    # linear warmup, then linear decay to 0 at the last step
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / (warmup + 1), (steps - s) / max(1, steps - warmup)))
     order_gen = torch.Generator().manual_seed(seed)
-    step, t0 = 0, time.time()
-    for epoch in range(1, cfg['epochs'] + 1):
-        for batch in subset[torch.randperm(len(subset), generator=order_gen)].split(
-                cfg['batch_size']):
-            x, mask = collate([ids[i] for i in batch], pad_id, cfg['device'])
-            y = labels[batch].to(cfg['device'])
-            with autocast(cfg['device']):
-                logits = model(x, mask).float()
-            loss = (F.mse_loss(logits[:, 0], y) if task.num_labels == 1
-                    else F.cross_entropy(logits, y))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            if step % cfg['log_interval'] == 0 or step == steps:
-                eta = (time.time() - t0) / step * (steps - step)
-                print(f'lr {lr:.0e}, seed {seed}, epoch {epoch}, step {step}/{steps}: '
-                      f'loss {loss.item():.4f}, lr now {schedule.get_last_lr()[0]:.2e}, '
-                      f'eta {eta / 60:.1f} min')
+    epoch = 0
+    # the head alone on the frozen encoder first (head_epochs), then every weight; the optimizer
+    # skips the frozen weights, which get no gradients
+    for stage_epochs, whole in ((cfg['head_epochs'], False), (cfg['epochs'], not cfg['probe'])):
+        if stage_epochs == 0:
+            continue
+        model.encoder.requires_grad_(whole)
+        steps = math.ceil(len(subset) / cfg['batch_size']) * stage_epochs
+        schedule = warmup_then_decay(optimizer, steps, cfg['warmup_fraction'])
+        step, t0 = 0, time.time()
+        for epoch in range(epoch + 1, epoch + stage_epochs + 1):
+            for batch in subset[torch.randperm(len(subset), generator=order_gen)].split(
+                    cfg['batch_size']):
+                x, mask = collate([ids[i] for i in batch], pad_id, cfg['device'])
+                y = labels[batch].to(cfg['device'])
+                with autocast(cfg['device']):
+                    logits = model(x, mask).float()
+                loss = (F.mse_loss(logits[:, 0], y) if task.num_labels == 1
+                        else F.cross_entropy(logits, y))
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                schedule.step()
+                optimizer.zero_grad(set_to_none=True)
+                step += 1
+                if step % cfg['log_interval'] == 0 or step == steps:
+                    eta = (time.time() - t0) / step * (steps - step)
+                    print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}{'' if whole else ' (head)'}, "
+                          f'step {step}/{steps}: loss {loss.item():.4f}, '
+                          f'lr now {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min')
     predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
                    for split, (split_ids, _) in data['evals'].items()}
     gold = {split: g for split, (_, g) in data['evals'].items()}
@@ -623,8 +649,8 @@ def labelled_subset(n: int, limit: int | None, seed: int) -> torch.Tensor:
 
 
 # what a run's result depends on besides its start weights, examples, seed and rate
-RUN_SETTINGS = ('pooling', 'probe', 'classifier_dropout', 'weight_decay', 'warmup_fraction',
-                'epochs', 'batch_size', 'max_train_samples')
+RUN_SETTINGS = ('pooling', 'standardize', 'probe', 'classifier_dropout', 'weight_decay',
+                'warmup_fraction', 'epochs', 'head_epochs', 'batch_size', 'max_train_samples')
 
 
 class RunCache:
@@ -842,7 +868,10 @@ def check(cfg: dict) -> None:
         fail('--baseline=scratch compares init_from with random weights: drop --from_scratch')
     if cfg['baseline'] == cfg['init_from'] and not cfg['from_scratch']:
         fail('--baseline is init_from itself: name another recipe, or --baseline=scratch')
-    check_at_least(cfg, dict(epochs=1, batch_size=1, log_interval=1))
+    check_at_least(cfg, dict(epochs=1, head_epochs=0, batch_size=1, log_interval=1))
+    if cfg['probe'] and cfg['head_epochs']:
+        fail('--head_epochs trains the head before fine-tuning the encoder, and --probe never '
+             'trains the encoder: use one of them')
     if cfg['max_length'] < 4:
         fail(f"max_length={cfg['max_length']} leaves no room for text; use 128 or more")
     if not cfg['learning_rate'] or not all(isinstance(lr, (int, float)) and lr > 0
@@ -1028,7 +1057,9 @@ def main(argv: list[str]) -> dict:
                   mean=arm['interval'][0], interval=arm['interval'][1:],
                   majority_baseline=baseline, zero_shot=zero, init_from=cfg['init_from'],
                   from_scratch=cfg['from_scratch'], probe=cfg['probe'], pooling=cfg['pooling'],
-                  epochs=cfg['epochs'], batch_size=cfg['batch_size'], max_length=cfg['max_length'],
+                  standardize=cfg['standardize'],
+                  epochs=cfg['epochs'], head_epochs=cfg['head_epochs'],
+                  batch_size=cfg['batch_size'], max_length=cfg['max_length'],
                   train_examples=len(labelled_subset(len(task.train), cfg['max_train_samples'], 0)),
                   test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note,
                   held_out=held_out)
