@@ -145,6 +145,39 @@ def test_a_probe_trains_only_its_linear_layer(ckpt):
         ['classifier.weight', 'classifier.bias']
 
 
+def test_head_epochs_fit_the_head_on_the_frozen_encoder_first(ckpt, monkeypatch):
+    """--head_epochs trains the head (and, with --standardize, the pooled state's running
+    statistics) while the encoder stays as it started; the epochs after train the encoder too. 17
+    labels in batches of 8 end in a batch of one, which the running statistics standardize."""
+    import copy
+    import torch
+    loaded = load_model(ckpt)
+    tok = load_recorded_tokenizer(loaded.tokenizer, ckpt)
+    task = finetune.load_task(dict(finetune.DEFAULTS))
+    data = finetune.encode_task(task, {'dev': task.dev[:8], 'test': task.tests['test'][:8]}, tok,
+                                64)
+    built, real = [], finetune.SequenceClassifier
+
+    def build(*args):
+        built.append(real(*args))
+        return built[-1]
+
+    monkeypatch.setattr(finetune, 'SequenceClassifier', build)
+    cfg = dict(finetune.DEFAULTS, max_train_samples=17, batch_size=8, device='cpu',
+               standardize=True)
+    start = copy.deepcopy(loaded.model.state_dict())
+    for epochs, head_epochs in ((0, 2), (1, 1)):
+        finetune.finetune(dict(cfg, epochs=epochs, head_epochs=head_epochs), task, loaded.model,
+                          data, tok.pad_token_id, 0, 1e-2, False)
+        model = built[-1]
+        moved = {k: not torch.equal(start[k], v) for k, v in model.encoder.named_parameters()}
+        # the MLM head's own weights (head., decoder.) are not on the classifier's path
+        body = [m for k, m in moved.items() if k.startswith('model.')]
+        assert not any(moved.values()) if epochs == 0 else all(body)
+        assert model.norm.running_var.ne(1).all() and model.head[0].weight.grad is None
+    assert not torch.equal(built[0].classifier.weight, built[1].classifier.weight)
+
+
 def test_zero_shot_scores_a_trained_mlm_above_random_weights(ckpt):
     loaded = load_model(ckpt)
     tok = load_recorded_tokenizer(loaded.tokenizer, ckpt)
@@ -460,6 +493,8 @@ REFUSALS = {
     'not json': (['--task=files', '--train_file={tmp}/c.jsonl', '--validation_file={tmp}/a.jsonl'],
                  'cannot read'),
     'bad pooling': (['--pooling=max'], "pooling='max' is not one of cls, mean"),
+    'probe with head epochs': (['--probe', '--head_epochs=2'], 'use one of them'),
+    'negative head epochs': (['--head_epochs=-1'], 'head_epochs=-1 must be at least 0'),
     'cache_dir a file': (['--cache_dir={tmp}/a.jsonl', '--max_train_samples=8',
                           '--max_eval_samples=8'], 'cannot be a folder'),
 }
