@@ -252,6 +252,12 @@ def test_one_recipe_pre_trained_with_several_seeds_is_one_arm(ckpt, data_root, t
     assert result['baseline']['zero_shot']['checkpoints'] == 1
     diff = result['difference']
     assert diff['value'] == pytest.approx(result['mean'] - result['baseline']['mean'])
+    # dev/finetune_summary.py: each checkpoint's mean over the fine-tuning seeds, minus random
+    # weights' mean, with the t-interval over the checkpoints
+    summary = run_script('dev/finetune_summary.py', str(tmp_path / 'both.json')).stdout
+    means = np.array([s['accuracy'] for s in result['per_seed']]).reshape(2, 3).mean(1)
+    assert f'arm (2 checkpoints): {means[0]:.4f} {means[1]:.4f}; {means.mean():.4f} (' in summary
+    assert f"minus random weights (its mean): {diff['value']:+.4f} (" in summary
     # another recipe as the baseline: here a deeper model, one checkpoint against the two
     deeper = str(tmp_path / 'deeper' / 'ckpt.pt')
     train(data_root, tmp_path / 'deeper', '--max_iters=2', '--eval_interval=2',
