@@ -598,9 +598,9 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
     ids, labels = data['train']
     subset = labelled_subset(len(ids), cfg['max_train_samples'], seed)
     order_gen = torch.Generator().manual_seed(seed)
-    epoch = 0
+    done = 0  # epochs, over both stages
     # the head alone on the frozen encoder first (head_epochs), then every weight; the optimizer
-    # skips the frozen weights, which get no gradients
+    # (its weight decay too) skips the frozen weights, which get no gradients
     for stage_epochs, whole in ((cfg['head_epochs'], False), (cfg['epochs'], not cfg['probe'])):
         if stage_epochs == 0:
             continue
@@ -608,7 +608,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
         steps = math.ceil(len(subset) / cfg['batch_size']) * stage_epochs
         schedule = warmup_then_decay(optimizer, steps, cfg['warmup_fraction'])
         step, t0 = 0, time.time()
-        for epoch in range(epoch + 1, epoch + stage_epochs + 1):
+        for epoch in range(done + 1, done + stage_epochs + 1):
             for batch in subset[torch.randperm(len(subset), generator=order_gen)].split(
                     cfg['batch_size']):
                 x, mask = collate([ids[i] for i in batch], pad_id, cfg['device'])
@@ -628,6 +628,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
                     print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}{'' if whole else ' (head)'}, "
                           f'step {step}/{steps}: loss {loss.item():.4f}, '
                           f'lr now {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min')
+        done += stage_epochs
     predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
                    for split, (split_ids, _) in data['evals'].items()}
     gold = {split: g for split, (_, g) in data['evals'].items()}

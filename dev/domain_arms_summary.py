@@ -17,7 +17,8 @@ import sys
 import numpy as np
 from domain_eval import score as score_documents
 
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447}  # t quantiles by df
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228}  # t quantiles by df
 DATA = {'pieces': 'data_ext', 'random': 'data_ext', 'scaled': 'data_ext', 'none': 'data_none',
         'warm': 'data_none', 'added': 'data_added'}
 

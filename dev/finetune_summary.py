@@ -2,9 +2,10 @@
 finetune.py comparisons read over pre-training seeds: for each result (--out) of an arm of several
 checkpoints against a baseline, each checkpoint's mean over the fine-tuning seeds, and the arm
 minus its baseline with a 95% t-interval over the checkpoints. A baseline of as many checkpoints
-pairs them by position; random weights, or one checkpoint, are one mean taken from every
-checkpoint. finetune.py's own bootstrap resamples the three checkpoints too, which understates
-their spread; this is the interval the docs quote beside it.
+pairs them by position (list both recipes' checkpoints in the same order of pre-training seeds);
+random weights, or one checkpoint, are one mean taken from every checkpoint. finetune.py's own
+bootstrap resamples the three checkpoints too, which understates their spread; this is the interval
+the docs quote beside it.
 
     python dev/finetune_summary.py works_cur.json works_full.json
 """
