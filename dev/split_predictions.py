@@ -62,18 +62,23 @@ def split(how: list[str], texts: list[str], truth: np.ndarray, names: list[str],
     return share > k, (f'more than {k:.1%} rare tokens', f'{k:.1%} or fewer')
 
 
-def accuracies(log: str, result: dict, truth: np.ndarray, part: np.ndarray) -> list[np.ndarray]:
-    """Each arm's accuracy (all, part, the rest) per run at its chosen rate."""
+def chosen_predictions(log: str, result: dict) -> list[list[np.ndarray]]:
+    """Each arm's test predictions at its chosen rate, run by run in the log's order (checkpoint,
+    then seed): [arm, baseline]."""
     # the log lists every run of the first arm (each checkpoint, seed and rate), then the baseline's
     runs = [(float(m[1]), m[3]) for m in map(RUN.match, open(log)) if m]
     first = len(result['init_from'].split(',')) * len(result['seeds']) * len(result['grid'])
-    arms = runs[:first], runs[first:]
-    out = []
-    for arm, rate in zip(arms, (result['learning_rate'], result['baseline']['learning_rate'])):
-        correct = [torch.load(p, weights_only=False)['predictions'].numpy() == truth
-                   for lr, p in arm if np.isclose(lr, rate)]
-        out.append(np.array([[c.mean(), c[part].mean(), c[~part].mean()] for c in correct]))
-    return out
+    return [[torch.load(p, weights_only=False)['predictions'].numpy()
+             for lr, p in arm if np.isclose(lr, rate)]
+            for arm, rate in zip((runs[:first], runs[first:]),
+                                 (result['learning_rate'], result['baseline']['learning_rate']))]
+
+
+def accuracies(log: str, result: dict, truth: np.ndarray, part: np.ndarray) -> list[np.ndarray]:
+    """Each arm's accuracy (all, part, the rest) per run at its chosen rate."""
+    return [np.array([[c.mean(), c[part].mean(), c[~part].mean()]
+                      for c in (p == truth for p in arm)])
+            for arm in chosen_predictions(log, result)]
 
 
 def main() -> None:

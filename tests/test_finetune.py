@@ -306,6 +306,29 @@ def test_the_run_cache_trains_only_runs_it_does_not_hold(ckpt, tmp_path, monkeyp
     assert len(trained) == 1 and len(list(cache.glob('*.pt'))) == 8
 
 
+def test_a_setting_change_is_read_back_from_both_caches(ckpt, tmp_path, capsys):
+    """dev/setting_change.py: a comparison with random weights made again with --standardize,
+    each read back from its run cache (the logs print the runs' paths), gives the arm's and the
+    baseline's changes that the two results' means give."""
+    args = [f'--init_from={ckpt}', '--baseline=scratch', '--max_train_samples=32', '--epochs=1',
+            '--batch_size=16', '--max_length=32', '--zero_shot_tokens=0', '--device=cpu',
+            f'--cache_dir={tmp_path}', '--seeds=0,1,2']
+    files = []
+    for name, setting in (('plain', []), ('standardized', ['--standardize'])):
+        for _ in range(2):  # trained, then read back with the paths printed
+            capsys.readouterr()
+            result = finetune.main([*args, *setting, f'--out={tmp_path / name}.json'])
+        (tmp_path / f'{name}.log').write_text(capsys.readouterr().out)
+        files += [tmp_path / f'{name}.log', tmp_path / f'{name}.json', result]
+    out = run_script('dev/setting_change.py', *map(str, files[:2] + files[3:5])).stdout
+    plain, standardized = files[2], files[5]
+    arm = standardized['mean'] - plain['mean']
+    base = standardized['baseline']['mean'] - plain['baseline']['mean']
+    assert f'arm: second minus first {arm:+.4f} (' in out
+    assert f'baseline: second minus first {base:+.4f} (' in out
+    assert f'gap (arm less baseline): second minus first {arm - base:+.4f} (' in out
+
+
 def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path):
     """A run's file changes with its seed, rate, start weights (for random weights only the
     architecture), each setting that shapes a run, the examples and the device type."""
