@@ -4,8 +4,10 @@ the tokens trained and the text they hold (in the plain tokenizer's tokens), gro
 per byte (all at once, and by the chain rule where dev/domain_eval.py scored it); then for each
 score each arm's mean and the paired differences from the 'pieces' arm by seed, with 95%
 t-intervals over seeds, and where dev/domain_eval.py saved each document's losses, a 95% interval
-of the difference over documents (the seeds held). The scores are the folder's loss_per_byte.jsonl,
-or the file named second (dev/domain_eval.py --unseen_lines's, say).
+of the difference over documents (the seeds held); last, for the arms that read pieces' data (the
+same tokens), the gap in the runs' own val loss per token at equal iterations, which shows whether
+a head start from the new rows' init lasts. The scores are the folder's loss_per_byte.jsonl, or the
+file named second (dev/domain_eval.py --unseen_lines's, say).
 
     python dev/domain_arms_summary.py runs/arms
     python dev/domain_arms_summary.py runs/arms runs/arms/unseen_lines.jsonl
@@ -41,7 +43,7 @@ def main() -> None:
     with open(sys.argv[2] if len(sys.argv) > 2 else os.path.join(out, 'loss_per_byte.jsonl')) as f:
         scores = [json.loads(line) for line in f]
     tokens = {d: train_tokens(os.path.join(out, d)) for d in set(DATA.values())}
-    rows, per_document = {}, {}
+    rows, per_document, val_curves = {}, {}, {}
     for s in scores:
         run = os.path.basename(os.path.dirname(s['init_from']))
         arm, seed = run.rsplit('_s', 1)
@@ -49,6 +51,8 @@ def main() -> None:
             records = [json.loads(line) for line in f]
         trained = max(r['tokens'] for r in records if 'tokens' in r)
         grown = [r['grow_kl'] for r in records if r.get('op') == 'grow_into_tokenizer']
+        val_curves[arm, seed] = {r['iter']: r['val_loss'] for r in records
+                                 if 'val_loss' in r and not r.get('after_op')}
         rows.setdefault(arm, {})[seed] = dict(
             iters=max(r['iter'] for r in records), tokens=trained,
             text_in_plain_tokens=round(trained * tokens['data_none'] / tokens[DATA[arm]]),
@@ -76,6 +80,20 @@ def main() -> None:
                 value, (lo, hi) = score_documents(gap, per_document['pieces', common[0]][1]
                                                   * len(common))
                 print(f'  over documents: {value:.4f} ({lo:.4f} to {hi:.4f})')
+    print_val_gaps(rows, val_curves)
+
+
+def print_val_gaps(rows: dict, val_curves: dict) -> None:
+    """pieces minus each arm on the same data, in val loss per token, at each evaluation both runs
+    of a seed reached (the last, at unequal iterations, left out)."""
+    for arm in [a for a in rows if a != 'pieces' and DATA[a] == DATA['pieces']]:
+        common = sorted(rows['pieces'].keys() & rows[arm].keys())
+        its = sorted(set.intersection(*(set(val_curves[a, s]) for s in common
+                                         for a in ('pieces', arm))))
+        print(f'val loss per token, pieces - {arm}, by iteration')
+        for it in its:
+            d = np.array([val_curves['pieces', s][it] - val_curves[arm, s][it] for s in common])
+            print(f'  {it}: {t_interval(d, ".3f")}')
 
 
 if __name__ == '__main__':
