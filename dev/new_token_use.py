@@ -15,15 +15,17 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from data import load_counts, load_meta, shard_paths  # noqa: E402
 from errors import fail  # noqa: E402
 
+HINT = 'prepare it with prepare.py'
 
-def token_counts(folder: str, split: str, size: int) -> np.ndarray:
-    with open(os.path.join(folder, 'meta.json')) as f:
-        dtype = json.load(f)['dtype']
-    ids = np.concatenate([np.fromfile(os.path.join(folder, name), dtype=dtype)
-                          for name in sorted(os.listdir(folder))
-                          if name.startswith(split) and name.endswith('.bin')])
+
+def held_out_counts(folder: str, size: int) -> np.ndarray:
+    """How often each id occurs in a prepared dataset's val split."""
+    meta = load_meta(folder, HINT)
+    ids = np.concatenate([np.fromfile(path, dtype=meta['dtype'])
+                          for path in shard_paths(folder, 'val', meta)])
     return np.bincount(ids, minlength=size)
 
 
@@ -37,8 +39,9 @@ def main() -> None:
     with open(path) as f:
         new = json.load(f)['new_tokens']
     size = 1 + max(t['id'] for t in new)
-    held_out = token_counts(extended, 'val', size)
-    seen = token_counts(pretraining, 'train', size) > 0
+    held_out = held_out_counts(extended, size)
+    counts = load_counts(pretraining, load_meta(pretraining, HINT), HINT)
+    seen = np.pad(counts, (0, max(0, size - len(counts)))) > 0
     use = held_out[[t['id'] for t in new]]
     share_seen = np.array([seen[t['pieces']].mean() for t in new])
     all_seen = np.array([seen[t['pieces']].all() for t in new])

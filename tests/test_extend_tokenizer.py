@@ -541,3 +541,23 @@ def test_split_predictions_splits_a_comparison_by_a_property_of_each_example(tmp
     assert out[1].startswith('all: 0.750 vs 0.000, difference +0.750')
     assert 'rare tokens: 1.000 vs 0.000' in out[2]
     assert out[3].endswith('by seed +1.000, +0.000')
+
+
+def test_new_token_use_counts_the_held_out_positions_and_the_pieces_read(gpt2_extended, data_root):
+    """dev/new_token_use.py, recomputed here from the token files themselves."""
+    folder, extension = gpt2_extended
+    data, pretraining = folder.parent, data_root / 'shakespeare'
+    out = json.loads(run_script('dev/new_token_use.py', str(data), str(pretraining)).stdout)
+    dtype = json.loads((data / 'meta.json').read_text())['dtype']
+    val = np.fromfile(data / 'val.bin', dtype=dtype)
+    read = set(np.fromfile(pretraining / 'train.bin', dtype=dtype).tolist())
+    new = extension['new_tokens']
+    use = np.array([(val == t['id']).sum() for t in new])
+    share = np.array([np.mean([p in read for p in t['pieces']]) for t in new])
+    assert out['new_tokens'] == len(new) and out['held_out_positions'] == len(val)
+    assert out['new_token_share_of_held_out'] == pytest.approx(use.sum() / len(val))
+    assert 0 < out['new_token_share_of_held_out'] < 1
+    assert out['pieces_read_in_pretraining'] == pytest.approx(share.mean())
+    assert out['pieces_read_in_pretraining_by_use'] == pytest.approx(share @ use / use.sum())
+    wrong = run_script('dev/new_token_use.py', str(pretraining), str(pretraining), check=False)
+    assert wrong.returncode == 1 and len(wrong.stderr.strip().splitlines()) == 1
