@@ -19,15 +19,13 @@ import sys
 import numpy as np
 from domain_eval import score as score_documents
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from data import load_meta  # noqa: E402
+
 T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
         9: 2.262, 10: 2.228}  # t quantiles by df
 DATA = {'pieces': 'data_ext', 'random': 'data_ext', 'scaled': 'data_ext', 'none': 'data_none',
         'warm': 'data_none', 'added': 'data_added'}
-
-
-def train_tokens(folder: str) -> int:
-    return sum(os.path.getsize(os.path.join(folder, f)) // 2
-               for f in os.listdir(folder) if f.startswith('train') and f.endswith('.bin'))
 
 
 def t_interval(values: np.ndarray, spec: str = '.4f') -> str:
@@ -42,7 +40,8 @@ def main() -> None:
     out = sys.argv[1]
     with open(sys.argv[2] if len(sys.argv) > 2 else os.path.join(out, 'loss_per_byte.jsonl')) as f:
         scores = [json.loads(line) for line in f]
-    tokens = {d: train_tokens(os.path.join(out, d)) for d in set(DATA.values())}
+    tokens = {d: load_meta(os.path.join(out, d), 'run dev/domain_arms.sh, which prepares it')
+              ['train_tokens'] for d in set(DATA.values())}
     rows, per_document, val_curves = {}, {}, {}
     for s in scores:
         run = os.path.basename(os.path.dirname(s['init_from']))

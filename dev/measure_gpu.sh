@@ -98,7 +98,7 @@ bench_base() {  # ModernBERT-base at T 1,024
 # compile in the main process here, so a compile that overruns its limit shows in the traceback as
 # the Triton kernel being built; the generated modules that traceback names are kept beside the log.
 bench_base8192() {
-    TORCHINDUCTOR_COMPILE_THREADS=1 run bench_base8192 400 $PY bench.py --shapes=base \
+    TORCHINDUCTOR_COMPILE_THREADS=1 run bench_base8192 560 $PY bench.py --shapes=base \
         --block_sizes=8192 --batch_size=4 --shrunk_vocab=0 --hf=best --eager=False --attns=flex \
         --optimizer_name=stable_adamw --out="$R/bench_base8192.json"
     mkdir -p "$R/bench_base8192_kernels"
