@@ -16,9 +16,9 @@ $(STAMP): requirements.txt Makefile
 	touch $(STAMP)
 
 demo: setup
-	test -f data/shakespeare/meta.json || \
+	test -f data/shakespeare/vocab_4096.pt || \
 		$(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
-	$(PY) train.py config/demo_cpu.py --overwrite=True
+	$(PY) train.py config/demo_curriculum_cpu.py --out_dir=out-demo --overwrite=True
 	$(PY) fill_mask.py --out_dir=out-demo
 
 # ruff first (ruff.toml): every line within 100 columns, no unused imports or undefined names;
