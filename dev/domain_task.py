@@ -48,9 +48,8 @@ def functions(text: str) -> list[str]:
     lines = [line.encode() for line in re.findall(r'.*?(?:\r\n|\r|\n)|.+', text, flags=re.S)]
 
     def source(n: ast.AST) -> str:
-        span = lines[n.lineno - 1:n.end_lineno]
-        end = sum(map(len, span)) - len(span[-1]) + n.end_col_offset
-        return b''.join(span)[n.col_offset:end].decode()
+        *whole, last = lines[n.lineno - 1:n.end_lineno]
+        return (b''.join(whole) + last[:n.end_col_offset])[n.col_offset:].decode()
 
     found = [textwrap.dedent(' ' * n.col_offset + source(n))
              for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
