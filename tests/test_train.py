@@ -164,3 +164,12 @@ def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
         clock.tick()
     assert clock.lap() == 2.0 and clock.eta(60) == '1.5 min'
     assert clock.add_mfu(0.5) == '50.00%' and clock.add_mfu(0.3) == '48.00%'
+    # an operation compiles the step again: its warm-up is left out as the first one was, and the
+    # MFU average starts over rather than carry the old shape's
+    clock.rewarm()
+    for i, seconds in enumerate([10.0] * runlog.StepClock.WARMUP + [0.5] * 3):
+        now[0] += seconds
+        clock.tick()
+        clock.lap()
+        assert clock.warm == (i >= runlog.StepClock.WARMUP)
+    assert clock.eta(60) == '0.5 min' and clock.add_mfu(0.2) == '20.00%'
