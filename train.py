@@ -365,10 +365,9 @@ while True:
         if fired.optimizer is not None:  # the trainable parameters changed: a new optimizer
             optimizer, parked = fired.optimizer, fired.parked
         if fired.optimizer is not None or (compiled and fired.shape_changed):
-            # and a new graph; a new phase's shape gets a fresh static graph, like the first
-            # one: left alone, dynamo would recompile the old graph with symbolic sizes
+            # and a fresh static graph (else dynamo recompiles the old one with symbolic sizes)
             wrapped = wrap(model)
-            clock.rewarm()
+            clock.rewarm()  # whose first steps are warm-up again
         if fired.space_changed:  # losses of another token space do not compare
             best_val_loss = run_evaluation(iter_num, after_op=True)['val_loss']
         if not eval_only:
