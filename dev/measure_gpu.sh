@@ -113,16 +113,16 @@ levers() {
 }
 
 phases() {  # the recipe's phases moved early: one compile per new shape, and steps at 8,192 tokens
+    # (one batch-size change: each costs a training and an evaluation compile, about 100 s on an H200)
     cat >"$R/phases.json" <<'EOF'
-[{"name": "set_batch_size", "value": 32, "at_iter": 20},
- {"name": "set_batch_size", "value": 64, "at_iter": 40},
- {"name": "set_block_size", "value": 8192, "at_iter": 100},
+[{"name": "set_batch_size", "value": 64, "at_iter": 20},
+ {"name": "set_block_size", "value": 8192, "at_iter": 40},
  {"name": "set_batch_size", "value": 8, "max_wait_iters": 0},
  {"name": "set_rope_theta", "value": [160000.0, null], "max_wait_iters": 0},
  {"name": "set_lr", "value": 0.0003, "max_wait_iters": 0}]
 EOF
     run phases 480 $PY train.py config/modernbert_phases.py --schedule="$R/phases.json" \
-        --max_iters=140 --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=20 \
+        --max_iters=70 --warmup_iters=20 --gradient_accumulation_steps=1 --eval_interval=30 \
         --eval_iters=2 --wandb_log=False --out_dir="$R/out-phases" --init_from=scratch \
         --overwrite=True
 }
