@@ -115,15 +115,16 @@ class StepClock:
 
     def __init__(self):
         self.t_lap = self.t_warm = time.time()
-        self.ticks = self.lap_ticks = self.warm_ticks = 0
-        self.warm_from = self.WARMUP  # the tick at which warm-up ends
+        self.ticks = self.lap_ticks = 0
         self.warm = False  # the last lap had no warm-up iteration in it
-        self.mfu = -1.0  # smoothed; negative until measured
+        self.rewarm()
 
     def rewarm(self) -> None:
         """Call when the step is built again (a new model or shape, compiled anew): the next WARMUP
         iterations are warm-up again, and the ETA and MFU start over from the ones after them."""
-        self.warm_from, self.warm_ticks, self.mfu = self.ticks + self.WARMUP, 0, -1.0
+        self.warm_from = self.ticks + self.WARMUP  # the tick at which warm-up ends
+        self.warm_ticks = 0  # the tick at which it ended; 0 while it lasts
+        self.mfu = -1.0  # smoothed; negative until measured
 
     def tick(self) -> None:
         """Call once per iteration."""
