@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 
+from curriculum import remapping_files
 from data import load_remap
 from distributed import fail_together
 from errors import fail, first_line
@@ -105,9 +106,12 @@ def checkpoint_remap(ckpt: dict) -> dict | None:
     """The remapping (vocab_K.pt) of a train.py checkpoint still in its shrunken vocabulary, from
     the path its run recorded; None for any other checkpoint (GUIDE students have no training
     state)."""
-    if not ckpt.get('state', {}).get('remapping'):
+    state = ckpt.get('state', {})
+    if not state.get('remapping'):
         return None
-    path = ckpt['config']['vocab_remapping_file']
+    # the file of the stage it is in: vocab_remapping_file's, or a set_vocab_remapping's
+    path = remapping_files(ckpt['config']['vocab_remapping_file'],
+                           ckpt['config'].get('schedule', []))[state.get('stage', 0)]
     hint = 'run from the folder train.py ran in, or recreate it with prepare.py --shrink_vocab'
     if not os.path.isfile(path):
         fail(f'the checkpoint is in a shrunken vocabulary and its remapping file {path} is '

@@ -94,13 +94,40 @@ class TimeBudget:
 # the remapping file -------------------------------------------------------------------------------
 
 
+def remapping_files(first: str | None, schedule: list) -> list:
+    """The remapping files a run trains in, in order: vocab_remapping_file, then the file of each
+    set_vocab_remapping (a staged grow); [] without remapping."""
+    return [first, *scheduled_values(schedule, 'set_vocab_remapping')] if first else []
+
+
+def load_run_remaps(path: str | None, meta: dict, shrunken_vocab_size: int | None,
+                    rare_token_id: int | None, schedule: list) -> list:
+    """The vocab_K.pt files a run trains in (remapping_files), each checked against its data, its
+    settings and what its schedule needs, each holding every token of the one before it;
+    SystemExit with one line."""
+    files = remapping_files(path, schedule)
+    remaps = [load_run_remap(f, meta, None, rare_token_id, schedule, "set_vocab_remapping's file")
+              if i else load_run_remap(f, meta, shrunken_vocab_size, rare_token_id, schedule)
+              for i, f in enumerate(files)]
+    for i in range(1, len(remaps)):
+        a, b = remaps[i - 1], remaps[i]
+        core = a['shrunk_to_full'][a['rare_id'] + 1:]  # a's frequent tokens, by full id
+        if (b['shrunk_vocab_size'] <= a['shrunk_vocab_size']
+                or bool((b['full_to_shrunk'][core] == b['rare_id']).any())):
+            fail(f"set_vocab_remapping: {files[i]} ({b['shrunk_vocab_size']} tokens) must hold "
+                 f"every token of {files[i - 1]} ({a['shrunk_vocab_size']}) and more; make it "
+                 f"with prepare.py --dataset={meta['dataset']} --shrink_vocab=K, K larger")
+    return remaps
+
+
 def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
-                   rare_token_id: int | None, schedule: list) -> dict:
-    """The vocab_K.pt a run trains in, checked against its data, its settings and what its
-    schedule needs; SystemExit with one line."""
+                   rare_token_id: int | None, schedule: list,
+                   name: str = 'vocab_remapping_file') -> dict:
+    """One vocab_K.pt a run trains in (name: the setting that names it), checked against its data,
+    its settings and what its schedule needs; SystemExit with one line."""
     dataset = meta['dataset']
     if not os.path.isfile(path):
-        fail(f"vocab_remapping_file '{path}' not found; run: python prepare.py --dataset={dataset} "
+        fail(f"{name} '{path}' not found; run: python prepare.py --dataset={dataset} "
              f'--shrink_vocab=K')
     remap = load_remap(path, f'rebuild it: python prepare.py --dataset={dataset} --shrink_vocab=K '
                              f'--force')
@@ -125,30 +152,29 @@ def load_run_remap(path: str, meta: dict, shrunken_vocab_size: int | None,
 # the operations -----------------------------------------------------------------------------------
 
 def op_resize_vocabulary(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
-    """Grow to the dataset's full vocabulary; a gather through full_to_shrunk when the model is
-    shrunken. The tokens RARE stood for start as RARE (init 'rare': with noise 0 the grown model
-    computes what the shrunken one did) or from the pieces their text splits into ('pieces')."""
+    """Grow the model into the next token space of the run: the next remapping file's
+    (set_vocab_remapping, a staged grow) or the dataset's full vocabulary; a gather through
+    grow_map. The tokens RARE stood for start as RARE (init 'rare': with noise 0 the grown model
+    computes what the smaller one did) or from the pieces their text splits into ('pieces')."""
     source_token_id, noise_std, init = *value[:2], resize_init(value)
     source_token_id = cur.rare_token_id if source_token_id is None else source_token_id
-    shrunken = cur.shrunk_space is not None and model.config.vocab_size == cur.shrunk_space.size
-    mapping = cur.full_to_shrunk if shrunken else None
-    size = cur.full_space.size
+    stage = cur.model_stage(model)
+    (old_map, _), (new_map, new_space) = cur.stages[stage], cur.stages[stage + 1]
+    grow = cur.grow_map(stage)
     held_out = [cur.batch('val', cur.state['mask_rate'], EVAL_BATCHES, 1, k, full=True)
                 for k in range(PROBE_BATCHES)]
-    before = ([log_probs(model, decoder_inputs(model, b, mapping)) for b in held_out] if shrunken
-              else None)
+    before = [log_probs(model, decoder_inputs(model, b, old_map)) for b in held_out]
     if init == 'pieces':
-        group, pieces, logits, mean_input = piece_targets(cur, model, source_token_id)
-    model.resize_vocabulary(size, source_token_id, noise_std, full_to_shrunk=mapping)
+        group, pieces, logits, mean_input = piece_targets(cur, model, source_token_id, stage, grow)
+    model.resize_vocabulary(new_space.size, source_token_id, noise_std, full_to_shrunk=grow)
     if init == 'pieces':
         model.init_rows_from_pieces(group, pieces, mean_input, logits)
     # AdamW moments follow their rows like the weights; new rows start with zero moments
-    result = dict(rebuild=True,
-                  regather=lambda t: gather_vocab_rows(t, size, source_token_id, mapping,
-                                                       zero_new_rows=True))
-    if shrunken:  # how far the grow moved the model's predictions, on held-out text
-        result['measured'] = dict(fold_kl=folded_kl(model, held_out, before, mapping))
-    return result
+    return dict(rebuild=True,
+                regather=lambda t: gather_vocab_rows(t, new_space.size, source_token_id, grow,
+                                                     zero_new_rows=True),
+                # how far the grow moved the model's predictions, on held-out text
+                measured=dict(fold_kl=folded_kl(model, held_out, before, grow, new_map)))
 
 
 PROBE_BATCHES = 2  # evaluation batches a resize reads: the decoder's mean input, the KL it causes
@@ -177,12 +203,14 @@ def log_probs(model: Encoder, inputs: torch.Tensor) -> torch.Tensor:
     return model.decoder(inputs).double().log_softmax(-1)
 
 
-def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor) -> float:
-    """KL(shrunken model || grown model), the grown model's probabilities of the tokens RARE stood
-    for summed back into RARE, per masked token of batches: 0 for a function-preserving grow."""
+def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor,
+              grown_map: torch.Tensor | None = None) -> float:
+    """KL(smaller model || grown model), the grown model's probabilities summed back through mapping
+    (grown id -> old id: the tokens RARE stood for into RARE), per masked token of batches: 0 for a
+    function-preserving grow. grown_map: full id -> the grown model's id (None: full)."""
     total, rows = 0.0, 0
     for batch, p in zip(batches, before):
-        q = log_probs(model, decoder_inputs(model, batch, None)).exp()
+        q = log_probs(model, decoder_inputs(model, batch, grown_map)).exp()
         folded = torch.zeros_like(p).index_add_(1, mapping, q).clamp(min=1e-300).log()
         total += float((p.exp() * (p - folded)).sum())
         rows += len(p)
@@ -190,25 +218,38 @@ def folded_kl(model: Encoder, batches: list, before: list, mapping: torch.Tensor
 
 
 @torch.no_grad()
-def piece_targets(cur: 'Curriculum', model: Encoder, rare: int) -> tuple:
-    """What init_rows_from_pieces needs to grow the shrunken model: the full ids RARE stands for,
-    their pieces, and their logits at the decoder's mean input (read on training batches): RARE's
-    logit there plus the log of each token's share of the group, so that on average over
-    positions the group takes the probability RARE had (group_shares)."""
+def piece_targets(cur: 'Curriculum', model: Encoder, rare: int, stage: int,
+                  grow: torch.Tensor) -> tuple:
+    """What init_rows_from_pieces needs to grow the model from token space stage into the next
+    (grow: new id -> old id): the new ids that start from RARE, their pieces (the frequent
+    tokens the remapping file of stage splits their text into; none for the next space's own RARE,
+    which keeps RARE's rows), and their logits at the decoder's mean input (read on training
+    batches): RARE's logit there plus the log of each one's share of the group, so that on average
+    over positions the group takes the probability RARE had (group_shares, over the full tokens
+    RARE stood for, summed into the next space)."""
     if model.decoder.bias is None:
         raise ValueError("the 'pieces' init sets the decoder bias and this model has none; use "
                          "'rare'")
-    remap = cur.remap
-    group = (cur.full_to_shrunk == rare).nonzero().flatten().cpu()
+    remap, old_map, new_map = cur.remaps[stage], cur.stages[stage][0], cur.stages[stage + 1][0]
+    old_map = old_map.cpu()
+    new_map = torch.arange(len(old_map)) if new_map is None else new_map.cpu()  # full -> new id
+    members = (old_map == rare).nonzero().flatten()  # the full ids RARE stands for
+    group = (grow.cpu() == rare).nonzero().flatten()
+    to_full = torch.zeros(len(grow), dtype=torch.long).index_put_((new_map[members],), members)
+    own_rare = stage + 1 < len(cur.remaps)  # the next space is remapped: it has a RARE of its own
     offsets, flat = remap['piece_offsets'], remap['piece_ids'].long()
-    pieces = [flat[offsets[t]:offsets[t + 1]].tolist() for t in group.tolist()]
+    pieces = [[] if own_rare and j == cur.remaps[stage + 1]['rare_id']
+              else new_map[flat[offsets[t]:offsets[t + 1]]].tolist() for j, t in
+              zip(group.tolist(), to_full[group].tolist())]
     batches = [cur.batch('train', cur.state['mask_rate'], EVAL_BATCHES, 0, k, full=True)
                for k in range(PROBE_BATCHES)]
-    mean_input = torch.cat([decoder_inputs(model, b, cur.full_to_shrunk) for b in batches]).mean(0)
+    mean_input = torch.cat([decoder_inputs(model, b, cur.stages[stage][0])
+                            for b in batches]).mean(0)
     anchor = (model.decoder.weight[rare].double() @ mean_input.double()
               + model.decoder.bias[rare].double()).cpu()
-    share = group_shares(torch.as_tensor(cur.data['counts']())[group])
-    return group.tolist(), pieces, anchor + share.log(), mean_input
+    shares = group_shares(torch.as_tensor(cur.data['counts']())[members])
+    share = torch.zeros(len(grow), dtype=torch.float64).index_add_(0, new_map[members], shares)
+    return group.tolist(), pieces, anchor + share[group].log(), mean_input
 
 
 def group_shares(counts: torch.Tensor) -> torch.Tensor:
@@ -299,6 +340,12 @@ def op_disable_vocab_remapping(cur: 'Curriculum', model: Encoder, value, it: int
     return {}
 
 
+def op_set_vocab_remapping(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
+    """The data moves to the next remapping file, value (loaded and checked before the run)."""
+    cur.state['stage'] += 1
+    return {}
+
+
 def op_reset_lr_schedule(cur: 'Curriculum', model: Encoder, value, it: int) -> dict:
     cur.state['lr_schedule_start'] = cur.budget.position(it)
     return {}
@@ -345,6 +392,8 @@ OPERATIONS = {
                                     'True or False'),
     'disable_vocab_remapping': (op_disable_vocab_remapping, lambda v: v in (None, True),
                                 'None or True'),
+    'set_vocab_remapping': (op_set_vocab_remapping, lambda v: isinstance(v, str) and v != '',
+                            'the path of a larger vocab_K.pt'),
     'set_lr': (setter('lr_base'), lambda v: _is_number(v) and v > 0, 'a positive learning rate'),
     'reset_lr_schedule': (op_reset_lr_schedule, lambda v: v in (None, True), 'None or True'),
     'set_mask_rate': (setter('mask_rate'), lambda v: _is_number(v) and 0 < v < 1,
@@ -409,10 +458,15 @@ def _operation_problem(op, where: str) -> str | None:
 def validate_schedule(ops: list, remapping: bool, budget: bool = False) -> str | None:
     """The first problem of the schedule, or None; budget: the run has a time_budget. Simulates
     which token space the data and the model are in after every point at which operations fire: a
-    step must never see ids beyond the model."""
+    step must never see ids beyond the model. The spaces, in order: the shrunken one
+    (vocab_remapping_file), each set_vocab_remapping's file, the full one."""
     if not isinstance(ops, list):
         return 'must be a list of operations'
-    model_space = data_space = 'shrunken' if remapping else 'full'
+    names = ['full']
+    if remapping:
+        names[:0] = ['shrunken'] + [repr(v) for v in scheduled_values(ops, 'set_vocab_remapping')]
+    full = len(names) - 1
+    model_space = data_space = 0  # indexes into names
     last_at = dict(at_iter=-1, at_fraction=0)
     for i, op in enumerate(ops):
         problem = _operation_problem(op, f'operation {i}')
@@ -429,25 +483,32 @@ def validate_schedule(ops: list, remapping: bool, budget: bool = False) -> str |
                             f'{last_at[at]}')
                 last_at[at] = op[at]
         if i > 0 and not same_point(ops[i - 1], op) and model_space != data_space:
-            return (f'operation {i - 1} leaves the data in the {data_space} vocabulary but the '
-                    f'model in the {model_space} one; resize_vocabulary and '
-                    f'disable_vocab_remapping must fire together (same at_iter, or '
-                    f'max_wait_iters=0 on the second)')
-        if name in ('resize_vocabulary', 'disable_vocab_remapping') and not remapping:
+            return (f'operation {i - 1} leaves the data in the {names[data_space]} vocabulary but '
+                    f'the model in the {names[model_space]} one; resize_vocabulary and '
+                    f'{"set" if data_space < full else "disable"}_vocab_remapping must fire '
+                    f'together (same at_iter, or max_wait_iters=0 on the second)')
+        if name in REMAPPING_OPERATIONS and not remapping:
             return f'{where} needs a shrunken vocabulary: set vocab_remapping_file'
         if name == 'resize_vocabulary':
-            if model_space == 'full':
+            if model_space == full:
                 return f'{where}: the model already has the full vocabulary'
-            model_space = 'full'
+            model_space += 1
+        if name in ('disable_vocab_remapping', 'set_vocab_remapping') and data_space == full:
+            return (f'{where}: remapping is already disabled' if name.startswith('disable') else
+                    f'{where}: remapping is already disabled; move the data to another remapping '
+                    f'before disable_vocab_remapping')
         if name == 'disable_vocab_remapping':
-            if data_space == 'full':
-                return f'{where}: remapping is already disabled'
-            data_space = 'full'
+            data_space = full
+        if name == 'set_vocab_remapping':
+            data_space += 1
     if model_space != data_space:
-        return (f'the schedule ends with the data in the {data_space} vocabulary but the model in '
-                f'the {model_space} one; add the missing resize_vocabulary or '
-                f'disable_vocab_remapping')
+        return (f'the schedule ends with the data in the {names[data_space]} vocabulary but the '
+                f'model in the {names[model_space]} one; add the missing resize_vocabulary, '
+                f'set_vocab_remapping or disable_vocab_remapping')
     return None
+
+
+REMAPPING_OPERATIONS = ('resize_vocabulary', 'disable_vocab_remapping', 'set_vocab_remapping')
 
 
 @dataclass
@@ -466,12 +527,13 @@ class Curriculum:
     """The token spaces, the schedule and the state it changes; the settings it rebuilds the
     optimizer with."""
 
-    def __init__(self, schedule: list, meta: dict, remap: dict | None, rare_token_id: int | None,
+    def __init__(self, schedule: list, meta: dict, remaps: list, rare_token_id: int | None,
                  optimizer_settings: OptimizerSettings, learning_rate: float, mask_rate: float,
                  device, seed: int, ckpt_path: str, budget: TimeBudget, data: dict,
                  shape: dict | None = None):
         self.schedule = schedule
-        self.meta, self.remap, self.device = meta, remap, device
+        # the remapping files the run trains in, in order (load_run_remaps; [] without remapping)
+        self.meta, self.remaps, self.device = meta, remaps, device
         # where batches come from: shards (per split), probs, pack_documents; counts(), the
         # train counts of every token (counts.npy); extension(), the data's tokenizer extension
         self.data = data
@@ -480,12 +542,14 @@ class Curriculum:
         self.optimizer_settings = optimizer_settings  # what a rebuilt optimizer is
         self.seed = seed  # of the resize noise
         self.full_space = TokenSpace(meta, device)
-        self.shrunk_space = TokenSpace(remap, device) if remap is not None else None
-        self.full_to_shrunk = remap['full_to_shrunk'].to(device) if remap is not None else None
+        # each token space of the run, the full one last: (full id -> its id, None when full; space)
+        self.stages = [(r['full_to_shrunk'].to(device), TokenSpace(r, device)) for r in remaps] \
+            + [(None, self.full_space)]
         self.rare_token_id = rare_token_id
         self.grown = {}  # what growing the start model into the data's tokenizer did
         self.state = dict(  # checkpointed with the run
-            remapping=remap is not None,
+            remapping=bool(remaps),
+            stage=0,  # which remapping file the data is in while remapping is on
             finetune_mode=False,
             lr_base=learning_rate,
             lr_schedule_start=0,  # reset_lr_schedule restarts warmup/decay here
@@ -504,9 +568,32 @@ class Curriculum:
     def space(self) -> tuple[torch.Tensor | None, TokenSpace]:
         """The remapping (full id -> shrunken id, None when off) and the token space the data is in
         now."""
-        if self.state['remapping']:
-            return self.full_to_shrunk, self.shrunk_space
-        return None, self.full_space
+        return self.stages[self.state['stage'] if self.state['remapping'] else -1]
+
+    def space_record(self) -> dict:
+        """The remapping file's contents in force, or the dataset's meta: the special ids the data
+        has now."""
+        return self.remaps[self.state['stage']] if self.state['remapping'] else self.meta
+
+    def model_stage(self, model: Encoder) -> int:
+        """Which token space of the run the model is in (its vocabulary sizes grow stage by
+        stage)."""
+        sizes = [space.size for _, space in self.stages]
+        if model.config.vocab_size not in sizes:
+            raise ValueError(f'the model\'s vocabulary ({model.config.vocab_size}) is none of the '
+                             f"run's token spaces ({sizes})")
+        return sizes.index(model.config.vocab_size)
+
+    def grow_map(self, stage: int) -> torch.Tensor:
+        """new id -> old id from token space stage to the next: the next space's tokens through
+        the full ids; its own RARE (in a remapped space) comes from RARE."""
+        old_map, new = self.stages[stage][0], self.stages[stage + 1][0]
+        if new is None:
+            return old_map
+        nxt = self.remaps[stage + 1]
+        index = old_map[nxt['shrunk_to_full'].to(self.device)]
+        index[nxt['rare_id']] = self.remaps[stage]['rare_id']
+        return index
 
     def batch(self, split: str, rate: float, *key: int, full: bool = False) -> tuple:
         """The micro-batch identified by key (mlm.masked_batch), in the step's shape and the token
@@ -564,7 +651,7 @@ class Curriculum:
         carried = carried_state(model, optimizer, parked)
         rebuild = False
         shape_before = self.step_shape()
-        space_before = (self.state['remapping'], model.config.vocab_size)
+        space_before = self.space_key(model)
         fired = Fired()
         for i, trigger in due:
             op = self.schedule[i]
@@ -589,11 +676,15 @@ class Curriculum:
                                                               self.state['lr_base'], carried)
         # what a compiled graph's shapes depend on
         fired.shape_changed = self.step_shape()[:3] != shape_before[:3]
-        fired.space_changed = (self.state['remapping'], model.config.vocab_size) != space_before
+        fired.space_changed = self.space_key(model) != space_before
         return fired
+
+    def space_key(self, model: Encoder) -> tuple:
+        """What says which token spaces the data and the model are in."""
+        return self.state['remapping'], self.state['stage'], model.config.vocab_size
 
     def step_shape(self) -> tuple:
         """What a step's micro-batches depend on besides the iteration: batch and block size, mask
         rate, micro-batches per step and token space."""
         return tuple(self.state[k] for k in ('batch_size', 'block_size', 'mask_rate',
-                                              'gradient_accumulation_steps', 'remapping'))
+                                              'gradient_accumulation_steps', 'remapping', 'stage'))

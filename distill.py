@@ -137,7 +137,7 @@ class Teacher:
     and the loss it makes of a student's micro-batch. config: the run's settings (teacher,
     distill_*)."""
 
-    def __init__(self, config: dict, meta: dict, remap: dict | None, block_size: int, device: str,
+    def __init__(self, config: dict, meta: dict, block_size: int, device: str,
                  student: Encoder, guide: dict | None, student_source: str, compiled: bool,
                  log: Callable):
         self.model, self.record, self.history = load_teacher(config['teacher'], meta, block_size,
@@ -155,7 +155,6 @@ class Teacher:
                                                 self.model.config.hidden_size,
                                                 student.config.hidden_size,
                                                 student_source).to(device)
-        self.shrunk_to_full = remap['shrunk_to_full'].to(device) if remap is not None else None
         self.part_names = ('mlm_loss', 'distill_loss') + \
             (('hidden_loss',) if self.projection is not None else ())
         if compiled:
@@ -163,13 +162,14 @@ class Teacher:
 
     def loss(self, mlm_loss: torch.Tensor, logits: torch.Tensor, hidden: list[torch.Tensor],
              x: torch.Tensor, y: torch.Tensor, documents: torch.Tensor | None, capacity: int | None,
-             full_to_shrunk: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+             space: tuple) -> tuple[torch.Tensor, torch.Tensor]:
         """A micro-batch's loss, from the student's MLM loss, logits at the predicted rows and (with
         a hidden-state target) final hidden states; and its parts [MLM, soft targets, hidden states
-        (0 when unused)]. full_to_shrunk: the remapping while the student is in its shrunken
-        vocabulary."""
+        (0 when unused)]. space: the data's token space now, (full id -> its id, None when full;
+        its TokenSpace), as Curriculum.space gives it."""
+        full_to_shrunk, token_space = space
         if full_to_shrunk is not None:  # the teacher reads full ids: RARE becomes [UNK]
-            x = self.shrunk_to_full[x]
+            x = token_space.to_full[x]
         with torch.no_grad():  # the labels only choose the rows; the teacher's own loss is not used
             t_logits, _, t_hidden = self.model(x, labels=y, document_ids=documents,
                                                max_predictions=capacity, return_hidden=True)

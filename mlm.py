@@ -123,6 +123,8 @@ class TokenSpace:
         special[torch.tensor(src['special_token_ids'], dtype=torch.long)] = True
         self.special = special.to(device)
         self.random_ids = torch.nonzero(~special).squeeze(1).to(device)
+        # a shrunken space's ids as full ids (RARE as [UNK]); None for the full space
+        self.to_full = src['shrunk_to_full'].to(device) if 'shrunk_to_full' in src else None
 
 
 def unigram_logits(counts: np.ndarray, space: TokenSpace,

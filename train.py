@@ -17,7 +17,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from checkpoint import (NEW_PROGRESS, extended_history, fit_model_to_data, parse_init_from,
                         run_start, save_run, start_model)
 from configurator import check_at_least, check_choices
-from curriculum import (GROW_ROWS, Curriculum, TimeBudget, load_run_remap, scheduled_values,
+from curriculum import (GROW_ROWS, Curriculum, TimeBudget, load_run_remaps, scheduled_values,
                         validate_schedule)
 from data import load_counts, load_dataset, shard_paths
 from distill import HIDDEN_LOSSES, Teacher, check_distill_settings, check_same_teacher
@@ -176,13 +176,11 @@ prepare_hint = f'run: python prepare.py --dataset={dataset} --out_dir={data_dir}
 longest_block = max([block_size, *scheduled_values(schedule, 'set_block_size')])
 meta = load_dataset(data_dir, longest_block, prepare_hint)  # stops with one line on a problem
 shards = {split: shard_paths(data_dir, split, meta) for split in ('train', 'val')}
-remap, rare_id = None, None
-if vocab_remapping_file is not None:
-    remap = load_run_remap(vocab_remapping_file, meta, shrunken_vocab_size, rare_token_id,
-                           schedule)
-    rare_id = remap['rare_id']
-elif shrunken_vocab_size is not None:
+if shrunken_vocab_size is not None and vocab_remapping_file is None:
     fail('shrunken_vocab_size needs vocab_remapping_file (a vocab_K.pt from prepare.py)')
+# the remapping files: vocab_remapping_file's, then each set_vocab_remapping's (a staged grow)
+remaps = load_run_remaps(vocab_remapping_file, meta, shrunken_vocab_size, rare_token_id, schedule)
+rare_id = remaps[0]['rare_id'] if remaps else None
 optimizer_settings = OptimizerSettings(optimizer_name, weight_decay,
                                        weight_decay_convention == 'decoupled', (beta1, beta2),
                                        adam_eps, decay_1d_params, device_type, compiled)
@@ -190,7 +188,7 @@ optimizer_settings = OptimizerSettings(optimizer_name, weight_decay,
 ckpt_path = os.path.join(out_dir, 'ckpt.pt')
 progress = dict(NEW_PROGRESS)  # the run's counters (checkpointed): tokens, time, last evaluation
 budget = TimeBudget(max_iters, time_budget, progress, device, inject_step_seconds)
-curriculum = Curriculum(schedule, meta, remap, rare_id, optimizer_settings, learning_rate,
+curriculum = Curriculum(schedule, meta, remaps, rare_id, optimizer_settings, learning_rate,
                         mask_rate, device, seed, ckpt_path, budget,
                         dict(shards=shards, probs=(mask_token_prob, random_token_prob),
                              pack_documents=pack_documents,
@@ -231,7 +229,7 @@ def unigram_bias() -> torch.Tensor:
 torch.manual_seed(seed)  # the same initial weights on every rank and in every run
 # history: every corpus the weights have read
 model, checkpoint, history = start_model(
-    start, ckpt_path, meta, config, (remap or meta, curriculum.space()[1].size),
+    start, ckpt_path, meta, config, (curriculum.space_record(), curriculum.space()[1].size),
     unigram_bias if decoder_bias_init == 'unigram' else None, auto,
     lambda m: curriculum.grow_into_extension(m, grow_rows))
 source = ckpt_path if start == 'resume' else start  # where the model came from, in messages
@@ -243,10 +241,10 @@ if start == 'resume':
     wandb_run_id = checkpoint.get('wandb_run_id')
     keep_metrics_bytes = checkpoint.get('metrics_bytes')
     log(line=f'resuming {ckpt_path} at iter {iter_num}')
-if state['remapping'] and remap is None:
+if state['remapping'] and not remaps:
     fail(f'{source} is in the shrunken-vocabulary phase; pass the vocab_remapping_file it was '
          f'trained with')
-fit_model_to_data(model, remap if state['remapping'] else meta, curriculum.space()[1].size,
+fit_model_to_data(model, curriculum.space_record(), curriculum.space()[1].size,
                   longest_block, attn_implementation)
 if state['finetune_mode']:
     model.set_embedding_finetune_mode(True)
@@ -256,7 +254,7 @@ guide_record = checkpoint.get('guide') if checkpoint else None  # GUIDE's PCA ma
 # the teacher: frozen, one copy on every rank; a run resumes only with the teacher it had ----
 teacher_model = None
 if teacher:
-    teacher_model = Teacher(config, meta, remap, longest_block, device, model, guide_record, source,
+    teacher_model = Teacher(config, meta, longest_block, device, model, guide_record, source,
                             compiled, log)
     history = extended_history(history, *teacher_model.history)  # what it teaches, it read
 if start == 'resume':
@@ -396,7 +394,7 @@ while True:
                                             max_predictions=capacity, return_hidden=wants_hidden)
             if teacher_model is not None:
                 loss, parts = teacher_model.loss(loss, logits, hidden, x, y, documents, capacity,
-                                                 curriculum.space()[0])
+                                                 curriculum.space())
                 loss_parts += micro_batch_loss(parts, n, n_pred).detach()
         # a micro-batch's mean loss weighs by its share of the step's predicted tokens, so the sum
         # over micro-batches and ranks is the mean over every predicted token: accumulation equals

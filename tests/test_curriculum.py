@@ -352,6 +352,92 @@ def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_pat
     assert abs(resize['fold_kl']) < 1e-9
 
 
+def staged_schedule(data_root, init: list) -> list:
+    """512 tokens, then 4,096 (set_vocab_remapping) at iteration 4, then the full vocabulary at 7."""
+    return [{'name': 'resize_vocabulary', 'value': init, 'at_iter': 4},
+            {'name': 'set_vocab_remapping', 'value': f'{data_root}/shakespeare/vocab_4096.pt',
+             'max_wait_iters': 0},
+            {'name': 'resize_vocabulary', 'value': init, 'at_iter': 7},
+            {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
+
+
+def test_a_staged_grow_gathers_through_each_remapping_and_resumes_exactly(data_root, tmp_path):
+    """512 -> 4,096 -> full from pieces: the middle stage keeps the 512 model's rows, starts the
+    tokens new to it from their pieces, has a RARE of its own, checkpoints and resumes in it, and
+    fill_mask reads its checkpoints through its remapping file."""
+    args = curriculum_args(data_root, tmp_path, staged_schedule(data_root, [None, 0.0, 'pieces']))
+    run = tmp_path / 'full'
+    train(data_root, run, *args)
+    grows = [m for m in read_metrics(run) if m.get('op') == 'resize_vocabulary']
+    assert [m['iter'] for m in grows] == [4, 7] and all(0 < m['fold_kl'] < 5 for m in grows)
+    middle = load_checkpoint(str(run / 'ckpt_0000006.pt'))
+    assert middle['model_args']['vocab_size'] == 4096
+    assert middle['state']['remapping'] is True and middle['state']['stage'] == 1
+    # the first grow: stop right before it, then run it
+    out = tmp_path / 'grow'
+    out.mkdir()
+    shutil.copy(run / 'ckpt_0000003.pt', out / 'ckpt.pt')
+    train(data_root, out, *args, '--init_from=resume', '--max_iters=4')
+    before = load_checkpoint(str(out / 'ckpt.pt'))
+    train(data_root, out, *args, '--init_from=resume', '--max_iters=5')
+    after = load_checkpoint(str(out / 'ckpt_0000004.pt'))
+    small, large = (torch.load(f'{data_root}/shakespeare/vocab_{k}.pt', weights_only=True)
+                    for k in (512, 4096))
+    emb = 'model.embeddings.tok_embeddings.weight'
+    old_rows, new_rows = before['model'][emb], after['model'][emb]
+    assert old_rows.shape[0] == 512 and new_rows.shape[0] == 4096
+    to_full, rare = large['shrunk_to_full'], large['rare_id']
+    old_id = small['full_to_shrunk'][to_full]
+    kept = old_id != small['rare_id']
+    kept[rare] = False
+    assert torch.equal(new_rows[kept], old_rows[old_id[kept]])
+    assert torch.equal(new_rows[rare], old_rows[small['rare_id']])  # RARE stays RARE
+    offsets, flat = small['piece_offsets'], small['piece_ids'].long()
+    with_pieces = 0
+    for j in (~kept).nonzero().flatten().tolist()[1::10]:
+        t = int(to_full[j])
+        pieces = small['full_to_shrunk'][flat[offsets[t]:offsets[t + 1]]]
+        expected = old_rows[pieces].mean(0) if len(pieces) else old_rows[rare]
+        assert (new_rows[j] - expected).abs().max() < 1e-6
+        with_pieces += len(pieces) > 0
+    assert with_pieces > 100
+    ckpt = load_checkpoint(str(run / 'ckpt.pt'))
+    assert ckpt['model_args']['vocab_size'] == 50368 and ckpt['state']['remapping'] is False
+    (candidates,) = MaskFiller(str(run / 'ckpt_0000006.pt'))('To be, or not to [MASK].', top_k=2)
+    assert len(candidates) == 2
+    for resume_at in (4, 6, 7):  # right after the first grow, in the middle stage, after the last
+        assert_resumes_exactly(data_root, run, tmp_path / f'resume_{resume_at}', args, resume_at,
+                               10)
+
+
+def test_a_staged_grow_from_rare_is_the_same_function_at_each_step(data_root, tmp_path):
+    args = curriculum_args(data_root, tmp_path, staged_schedule(data_root, [None, 0.0]))
+    train(data_root, tmp_path / 'out', *args, '--max_iters=8')
+    grows = [m for m in read_metrics(tmp_path / 'out') if m.get('op') == 'resize_vocabulary']
+    assert len(grows) == 2 and all(abs(m['fold_kl']) < 1e-9 for m in grows)
+
+
+@pytest.mark.parametrize('case', ['after disabling', 'a smaller file', 'missing'])
+def test_a_bad_staged_grow_stops_before_anything_is_written(case, data_root, tmp_path):
+    schedule = staged_schedule(data_root, [None, 0.0])
+    vocab_512 = f'{data_root}/shakespeare/vocab_512.pt'
+    first, expected = vocab_512, 'remapping is already disabled'
+    if case == 'after disabling':
+        schedule = [schedule[0], schedule[3], dict(schedule[1], value=vocab_512)]
+    elif case == 'a smaller file':
+        first = f'{data_root}/shakespeare/vocab_4096.pt'
+        schedule[1]['value'] = vocab_512
+        expected = 'must hold every token of'
+    else:
+        schedule[1]['value'] = str(tmp_path / 'vocab_9000.pt')
+        expected = "set_vocab_remapping's file"
+    args = curriculum_args(data_root, tmp_path, schedule)
+    message = stop_in_process('train.py', *train_args(data_root, tmp_path / 'out', *args,
+                                                      f'--vocab_remapping_file={first}'))
+    assert len(message.splitlines()) == 1 and expected in message, message
+    assert not (tmp_path / 'out').exists()
+
+
 def test_a_failing_operation_stops_once_and_keeps_the_checkpoint_before_it(data_root, tmp_path):
     schedule = [{'name': 'resize_vocabulary', 'value': [99999, 0.0], 'at_iter': 3},
                 {'name': 'disable_vocab_remapping', 'value': None, 'max_wait_iters': 0}]
