@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The staged grow against the one-step grow at 5 minutes (PLAN.md): for each seed the two arms side
+# by side, one thread each, then zero-shot scores and the paired summary.
+#   bash assets/curriculum_budget/staged/run.sh <out folder> 1337 1338 1339
+set -euo pipefail
+out=$1
+shift
+here=assets/curriculum_budget/staged
+mkdir -p "$out"
+export OMP_NUM_THREADS=1 WANDB_MODE=disabled
+PY=${PY:-.venv/bin/python}
+for s in "$@"; do
+    $PY train.py config/demo_curriculum_cpu.py --seed="$s" --out_dir="$out/cur4096_s$s" \
+        > "$out/cur4096_s$s.log" 2>&1 &
+    $PY train.py config/demo_curriculum_cpu.py --seed="$s" --out_dir="$out/staged_s$s" \
+        --schedule=$here/staged.json > "$out/staged_s$s.log" 2>&1 &
+    wait
+done
+$PY dev/zero_shot.py "$out"/*_s*/ckpt.pt > "$out/zero_shot.jsonl"
+$PY dev/curriculum_budget_summary.py "$out" staged,cur4096 zero_shot.jsonl > "$out/summary.txt"
