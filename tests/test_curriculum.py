@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from checkpoint import load_checkpoint
+from checkpoint import load_checkpoint, load_model
 from conftest import (assert_same_weights, losses, read_metrics, run_script, stop_in_process, train,
                       train_args)
 from fill_mask import MaskFiller
@@ -405,6 +405,8 @@ def test_a_staged_grow_gathers_through_each_remapping_and_resumes_exactly(data_r
     assert ckpt['model_args']['vocab_size'] == 50368 and ckpt['state']['remapping'] is False
     (candidates,) = MaskFiller(str(run / 'ckpt_0000006.pt'))('To be, or not to [MASK].', top_k=2)
     assert len(candidates) == 2
+    # what export_hf.py loads: grown to the full vocabulary through the middle stage's file
+    assert load_model(str(run / 'ckpt_0000006.pt')).model.config.vocab_size == 50368
     for resume_at in (4, 6, 7):  # right after the first grow, in the middle stage, after the last
         assert_resumes_exactly(data_root, run, tmp_path / f'resume_{resume_at}', args, resume_at,
                                10)

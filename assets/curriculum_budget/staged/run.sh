@@ -17,4 +17,5 @@ for s in "$@"; do
     wait
 done
 $PY dev/zero_shot.py "$out"/*_s*/ckpt.pt > "$out/zero_shot.jsonl"
+$PY dev/val_loss_split.py "$out"/*_s*/ckpt.pt > "$out/val_loss_split.jsonl"
 $PY dev/curriculum_budget_summary.py "$out" staged,cur4096 zero_shot.jsonl > "$out/summary.txt"
