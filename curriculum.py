@@ -235,8 +235,8 @@ def piece_targets(cur: 'Curriculum', model: Encoder, rare: int, stage: int,
     new_map = torch.arange(len(old_map)) if new_map is None else new_map.cpu()  # full -> new id
     members = (old_map == rare).nonzero().flatten()  # the full ids RARE stands for
     group = (grow.cpu() == rare).nonzero().flatten()
-    to_full = torch.zeros(len(grow), dtype=torch.long).index_put_((new_map[members],), members)
     own_rare = stage + 1 < len(cur.remaps)  # the next space is remapped: it has a RARE of its own
+    to_full = cur.remaps[stage + 1]['shrunk_to_full'] if own_rare else torch.arange(len(grow))
     offsets, flat = remap['piece_offsets'], remap['piece_ids'].long()
     pieces = [[] if own_rare and j == cur.remaps[stage + 1]['rare_id']
               else new_map[flat[offsets[t]:offsets[t + 1]]].tolist() for j, t in

@@ -16,6 +16,9 @@ for s in "$@"; do
         --schedule=$here/staged.json > "$out/staged_s$s.log" 2>&1 &
     wait
 done
-$PY dev/zero_shot.py "$out"/*_s*/ckpt.pt > "$out/zero_shot.jsonl"
-$PY dev/val_loss_split.py "$out"/*_s*/ckpt.pt > "$out/val_loss_split.jsonl"
+# this call's checkpoints, scored on the two cores; appended, so that calls for more seeds add theirs
+ckpts=$(for s in "$@"; do echo "$out"/*_s"$s"/ckpt.pt; done)
+$PY dev/zero_shot.py $ckpts >> "$out/zero_shot.jsonl" &
+$PY dev/val_loss_split.py $ckpts >> "$out/val_loss_split.jsonl" &
+wait
 $PY dev/curriculum_budget_summary.py "$out" staged,cur4096 zero_shot.jsonl > "$out/summary.txt"
