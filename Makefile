@@ -16,9 +16,9 @@ $(STAMP): requirements.txt Makefile
 	touch $(STAMP)
 
 demo: setup
-	test -f data/shakespeare/vocab_4096.pt || \
-		$(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192
-	$(PY) train.py config/demo_curriculum_cpu.py --out_dir=out-demo --overwrite=True
+	test -f data/shakespeare/vocab_18752.pt || \
+		$(PY) prepare.py --dataset=shakespeare --tokenizer=gpt2 --shrink_vocab=2048,4096,8192,18752
+	$(PY) train.py config/demo_staged_cpu.py --out_dir=out-demo --overwrite=True
 	$(PY) fill_mask.py --out_dir=out-demo
 
 # ruff first (ruff.toml): every line within 100 columns, no unused imports or undefined names;

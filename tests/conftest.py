@@ -29,11 +29,11 @@ from tokenizer import package_dir  # noqa: E402
 @pytest.fixture(scope='session')
 def data_root(tmp_path_factory):
     """The embedded Shakespeare corpus prepared once per test session: <data_root>/shakespeare/,
-    with shrunken vocabularies of 512 and 4096 tokens."""
+    with shrunken vocabularies of 512, 4096 and 18752 tokens (every token train holds)."""
     import prepare
     root = tmp_path_factory.mktemp('data')
     assert prepare.main([f"--out_dir={root / 'shakespeare'}",
-                         '--shrink_vocab=512,4096', '--num_proc=2']) == 0
+                         '--shrink_vocab=512,4096,18752', '--num_proc=2']) == 0
     return root
 
 
