@@ -353,7 +353,7 @@ def test_resize_jump_is_the_one_the_rare_group_split_predicts(data_root, tmp_pat
 
 
 def staged_schedule(data_root, init: list) -> list:
-    """512 tokens, then 4,096 (set_vocab_remapping) at iteration 4, then the full vocabulary at 7."""
+    """512 tokens, then 4,096 (set_vocab_remapping) at iteration 4, then the full one at 7."""
     return [{'name': 'resize_vocabulary', 'value': init, 'at_iter': 4},
             {'name': 'set_vocab_remapping', 'value': f'{data_root}/shakespeare/vocab_4096.pt',
              'max_wait_iters': 0},
