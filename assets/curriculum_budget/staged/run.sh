@@ -16,7 +16,7 @@ for s in "$@"; do
         --schedule=$here/staged.json > "$out/staged_s$s.log" 2>&1 &
     wait
 done
-# this call's checkpoints, scored on the two cores; appended, so that calls for more seeds add theirs
+# this call's checkpoints, scored on the two cores and appended (a later call adds its seeds)
 ckpts=$(for s in "$@"; do echo "$out"/*_s"$s"/ckpt.pt; done)
 $PY dev/zero_shot.py $ckpts >> "$out/zero_shot.jsonl" &
 $PY dev/val_loss_split.py $ckpts >> "$out/val_loss_split.jsonl" &
