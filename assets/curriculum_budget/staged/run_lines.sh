@@ -15,5 +15,6 @@ for arm in staged cur4096; do
         > "$out/lines_runs_$arm.log" 2>&1 &
 done
 wait
+# every run is in the cache now; the zero-shot scores are dev/zero_shot.py's (zero_shot.jsonl)
 $PY finetune.py --init_from="$(ckpts staged)" --baseline="$(ckpts cur4096)" "${task[@]}" \
-    --out="$out/lines_staged_vs_cur.json" > "$out/lines_staged_vs_cur.log" 2>&1
+    --zero_shot_tokens=0 --out="$out/lines_staged_vs_cur.json" > "$out/lines_staged_vs_cur.log" 2>&1
