@@ -106,8 +106,8 @@ def load_run_remaps(path: str | None, meta: dict, shrunken_vocab_size: int | Non
     settings and what its schedule needs, each holding every token of the one before it;
     SystemExit with one line."""
     files = remapping_files(path, schedule)
-    remaps = [load_run_remap(f, meta, None, rare_token_id, schedule, "set_vocab_remapping's file")
-              if i else load_run_remap(f, meta, shrunken_vocab_size, rare_token_id, schedule)
+    remaps = [load_run_remap(f, meta, None if i else shrunken_vocab_size, rare_token_id, schedule,
+                             "set_vocab_remapping's file" if i else 'vocab_remapping_file')
               for i, f in enumerate(files)]
     for i in range(1, len(remaps)):
         a, b = remaps[i - 1], remaps[i]
