@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# After the timed runs of seeds 4-6 (run.sh): the unseen-lines score, the code check of PLAN.md,
+# and one folder holding all six seeds for dev/domain_arms_summary.py.
+#   bash assets/domain/arms1200/seeds456/after.sh /work/runs/arms_gpt2_456 \
+#       /work/runs/p3000_s1337/ckpt.pt
+set -euo pipefail
+out=$1 start=$2
+first=assets/domain/arms1200
+PY=${PY:-.venv/bin/python}
+export WANDB_MODE=disabled
+ckpts=()
+for s in 4 5 6; do ckpts+=("$out/pieces_s$s/ckpt.pt" "$out/random_s$s/ckpt.pt"); done
+[ -f "$out/unseen_lines.jsonl" ] || OMP_NUM_THREADS=2 $PY dev/domain_eval.py --unseen_lines \
+    "$out/data_none" "${ckpts[@]}" > "$out/unseen_lines.jsonl"
+for arm in pieces random; do  # seed 1's grow and first evaluation at this commit
+    extra=(); [ $arm = random ] && extra=(--grow_rows=random)
+    OMP_NUM_THREADS=2 $PY train.py config/domain_cpu.py --init_from="$start" \
+        --dataset="$out/data_ext" --seed=1 --max_iters=1 --eval_interval=250 \
+        --out_dir="$out/check_${arm}_s1" "${extra[@]}" > "$out/check_${arm}_s1.log" 2>&1
+    echo "$arm seed 1 then: $(sed -n 2,3p $first/${arm}_s1.jsonl | tr '\n' ' ')"
+    echo "$arm seed 1 now:  $(sed -n 2,3p "$out/check_${arm}_s1/metrics.jsonl" | tr '\n' ' ')"
+done > "$out/code_check.txt"
+all=$out/six_seeds
+mkdir -p "$all"
+for d in data_none data_ext data_added; do ln -sfn "$out/$d" "$all/$d"; done
+for arm in pieces random; do
+    for s in 1 2 3; do
+        mkdir -p "$all/${arm}_s$s"
+        cp "$first/${arm}_s$s.jsonl" "$all/${arm}_s$s/metrics.jsonl"
+    done
+    for s in 4 5 6; do ln -sfn "$out/${arm}_s$s" "$all/${arm}_s$s"; done
+done
+for f in loss_per_byte unseen_lines; do
+    grep -h -E '/(pieces|random)_s[123]/' "$first/$f.jsonl" > "$all/$f.jsonl"
+    cat "$out/$f.jsonl" >> "$all/$f.jsonl"
+done
