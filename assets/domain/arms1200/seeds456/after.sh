@@ -34,3 +34,14 @@ for f in loss_per_byte unseen_lines; do
     grep -h -E '/(pieces|random)_s[123]/' "$first/$f.jsonl" > "$all/$f.jsonl"
     cat "$out/$f.jsonl" >> "$all/$f.jsonl"
 done
+# Speed: seeds 4-6 ran fewer iterations than seeds 1-3. The same 60 iterations at this commit and at
+# the first session's (6f07b3e), side by side, one thread each: is it the code or the machine?
+old=/tmp/nanobert_6f07b3e
+[ -d $old ] || git worktree add --detach $old 6f07b3e > /dev/null 2>&1
+speed() {  # folder of train.py, output name
+    (cd "$1" && OMP_NUM_THREADS=1 $OLDPWD/$PY train.py config/domain_cpu.py --init_from="$start" \
+        --dataset="$out/data_ext" --seed=1 --max_iters=60 --eval_interval=1000 \
+        --out_dir="$out/$2" > "$out/$2.log" 2>&1)
+}
+speed . speed_head & speed $old speed_6f07b3e & wait
+grep -h "^iter [2-6]0:" "$out/speed_head.log" "$out/speed_6f07b3e.log" > "$out/speed.txt"
