@@ -38,8 +38,11 @@ def report(name: str, a: dict, b: dict, seeds: list[int], k: int) -> float:
 
 def main() -> None:
     then, now = load(sys.argv[1]), load(sys.argv[2])
-    seeds = sorted(s for arm, s in now if arm == 'warm')
-    arm = lambda runs, name: {s: runs[name, s] for s in seeds}
+    seeds = sorted(s for name, s in now if name == 'warm')
+
+    def arm(runs: dict, name: str) -> dict:
+        return {s: runs[name, s] for s in seeds}
+
     for k, score in enumerate(('all at once', 'chain rule')):
         print(f'{score}, seeds {seeds}')
         warm_none = report('warm - none', arm(now, 'warm'), arm(now, 'none'), seeds, k)
