@@ -20,7 +20,8 @@ for arm in pieces random; do
         --dataset="$out/data_ext" --seed=1 --max_iters=1 --eval_interval=250 \
         --out_dir="$out/check_${arm}_s1" "${extra[@]}" > "$out/check_${arm}_s1.log" 2>&1
     echo "$arm seed 1 then:          $(sed -n 2,3p $first/${arm}_s1.jsonl | tr '\n' ' ')"
-    echo "$arm seed 1 now, 1 thread: $(sed -n 2,3p "$out/check_${arm}_s1/metrics.jsonl" | tr '\n' ' ')"
+    echo "$arm seed 1 now, 1 thread: $(sed -n 2,3p "$out/check_${arm}_s1/metrics.jsonl" \
+        | tr '\n' ' ')"
 done > "$out/code_check_one_thread.txt"
 all=$out/six_seeds
 mkdir -p "$all"
