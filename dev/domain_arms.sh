@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# What a domain vocabulary buys, at equal wall-clock (docs/domain.md): continued pre-training of one
-# start model on a domain corpus in six arms, for each seed two arms side by side, one thread each
-# on the 2 cores (so the arms of a pair share the machine's load), then MLM loss per byte of the
-# held-out files for each run, added to <out>/loss_per_byte.jsonl. PAIRS says which arms run side
-# by side (and which run at all): by default 'pieces,random none,added', so that the close
-# comparison shares the load.
+# What a domain vocabulary buys, at equal wall-clock or at equal steps (docs/domain.md): continued
+# pre-training of one start model on a domain corpus in six arms, for each seed two arms side by
+# side, one thread each on the 2 cores (so the arms of a pair share the machine's load), then MLM
+# loss per byte of the held-out files for each run, added to <out>/loss_per_byte.jsonl. PAIRS says
+# which arms run side by side (and which run at all): by default 'pieces,random none,added', so
+# that the close comparison shares the load.
 #   pieces: prepare.py --extend_tokenizer=N, the new rows from their pieces (train.py's default)
 #   random: the same tokens, the new rows drawn as a new model's (--grow_rows=random)
 #   scaled: random rows at the start model's mean row length (--grow_rows=random_scaled)
@@ -15,12 +15,23 @@
 #           (dev/hf_add_tokens.py)
 # The three arms with new rows train them alone for their first 100 iterations
 # (config/domain_cpu.py), and so does warm; none trains everything from the start.
-#   bash dev/domain_arms.sh <corpus folder> <start ckpt> <N> <seconds> <out folder> <seed>...
+# The budget is seconds of training steps (--time_budget), or with an 'it' suffix a number of
+# iterations (--max_iters, warmup over the first 10% as a budgeted run has it): equal steps.
+#   bash dev/domain_arms.sh <corpus folder> <start ckpt> <N> <budget> <out folder> <seed>...
 #   bash dev/domain_arms.sh data/raw/code out-downstream/ckpt.pt 2000 600 runs/arms 1 2 3
+#   PAIRS=pieces,none bash dev/domain_arms.sh data/raw/code out-downstream/ckpt.pt 2000 1000it \
+#       runs/steps 1 2 3
 set -euo pipefail
 corpus=$1 start=$2 n=$3 budget=$4 out=$5
 shift 5
 pairs=${PAIRS:-pieces,random none,added}
+bad_budget="budget '$budget': give seconds (1200) or iterations (1000it)"
+case $budget in
+    *[!0-9]*it|it) echo "$bad_budget" >&2; exit 1 ;;
+    *it) length=(--max_iters="${budget%it}" --warmup_iters=$((${budget%it} / 10))) ;;
+    *[!0-9.]*|'') echo "$bad_budget" >&2; exit 1 ;;
+    *) length=(--time_budget="$budget") ;;
+esac
 for pair in $pairs; do
     if [ "${pair%,*}" = "${pair#*,}" ]; then
         echo "PAIRS: '$pair' is not two different arms; write them as a,b (pieces,none)" >&2
@@ -50,7 +61,7 @@ if [ ! -d "$out/hf_added" ]; then
 fi
 prep data_added --tokenizer="$out/hf_added"
 arm() {  # arm name, seed, then train.py arguments
-    $PY train.py config/domain_cpu.py --time_budget="$budget" --eval_interval=250 --seed="$2" \
+    $PY train.py config/domain_cpu.py "${length[@]}" --eval_interval=250 --seed="$2" \
         --out_dir="$out/$1_s$2" "${@:3}" > "$out/$1_s$2.log" 2>&1
 }
 run() {  # arm name, seed
