@@ -12,12 +12,18 @@ for s in 1 2 3; do ckpts+=("$out/pieces_s$s/ckpt.pt" "$out/none_s$s/ckpt.pt"); d
     "$out/data_none" "${ckpts[@]}" > "$out/unseen_lines.jsonl"
 $PY dev/domain_arms_summary.py "$out" > "$here/summary.txt"
 $PY dev/domain_arms_summary.py "$out" "$out/unseen_lines.jsonl" > "$here/summary_unseen_lines.txt"
-for s in 1 2 3; do
-    echo "pieces seed $s at 20 minutes: $(sed -n 2,3p assets/domain/arms1200/pieces_s$s.jsonl \
-        | tr '\n' ' ')"
-    echo "pieces seed $s at 1,000 steps: $(sed -n 2,3p "$out/pieces_s$s/metrics.jsonl" \
-        | tr '\n' ' ')"
-done > "$here/sanity.txt"
+{
+    start=$(head -1 "$out/pieces_s1/metrics.jsonl" | grep -o '"init_from": "[^"]*"' | cut -d'"' -f4)
+    sha256sum "$start"
+    for s in 1 2 3; do
+        for arm in pieces none; do
+            old=assets/domain/arms1200/${arm}_s$s.jsonl
+            echo "$arm seed $s at 20 minutes: $(sed -n 2,3p "$old" | tr '\n' ' ')"
+            echo "$arm seed $s at 1,000 steps: $(sed -n 2,3p "$out/${arm}_s$s/metrics.jsonl" \
+                | tr '\n' ' ')"
+        done
+    done
+} > "$here/sanity.txt"
 cp "$out/loss_per_byte.jsonl" "$out/unseen_lines.jsonl" "$here/"
 for s in 1 2 3; do
     for arm in pieces none; do
