@@ -25,13 +25,14 @@ set -euo pipefail
 corpus=$1 start=$2 n=$3 budget=$4 out=$5
 shift 5
 pairs=${PAIRS:-pieces,random none,added}
-bad_budget="budget '$budget': give seconds (1200) or iterations (1000it)"
-case $budget in
-    *[!0-9]*it|it) echo "$bad_budget" >&2; exit 1 ;;
-    *it) length=(--max_iters="${budget%it}" --warmup_iters=$((${budget%it} / 10))) ;;
-    *[!0-9.]*|'') echo "$bad_budget" >&2; exit 1 ;;
-    *) length=(--time_budget="$budget") ;;
-esac
+if [[ $budget =~ ^[1-9][0-9]*it$ ]]; then
+    length=(--max_iters="${budget%it}" --warmup_iters=$((${budget%it} / 10)))
+elif [[ $budget =~ ^[0-9]*\.?[0-9]+$ ]]; then
+    length=(--time_budget="$budget")
+else
+    echo "budget '$budget': give seconds (1200) or iterations (1000it)" >&2
+    exit 1
+fi
 for pair in $pairs; do
     if [ "${pair%,*}" = "${pair#*,}" ]; then
         echo "PAIRS: '$pair' is not two different arms; write them as a,b (pieces,none)" >&2
