@@ -6,7 +6,7 @@ set -euo pipefail
 out=$1
 shift
 mkdir -p "$out"
-here=assets/curriculum_budget/staged2700
+here=${HERE:-assets/curriculum_budget/staged2700}  # where the results are copied
 while true; do echo "$(date +%T) $(cut -d' ' -f1 /proc/loadavg)"; sleep 60; done \
     > "$out/loadavg.txt" &
 load=$!
