@@ -1,14 +1,20 @@
-"""PLAN.md's addendum readings for the 45-minute staged probe, from the runs' metrics copied here:
-the balance check (both arms' val loss at the last evaluation both reached before either grew),
-each arm's grows and iterations per phase, and the cross-session anchor (this cur4096 run against
-../2700s/curriculum_s1337, the same config and seed in an earlier session).
+"""PLAN.md's addendum readings for the 45-minute staged runs, from their metrics copied into a
+folder (this one by default, seed 1337 by default), per seed: the balance check (both arms' val loss
+at the last evaluation both reached before either grew), each arm's grows and iterations per phase,
+the level at the last evaluation both reached after the first grow (both in their own token space
+then), and the cross-session anchor (the cur4096 run against ../2700s/curriculum_s<seed>, the same
+config and seed in an earlier session).
 
     cd assets/curriculum_budget/staged2700 && python readings.py > readings.txt
+    cd assets/curriculum_budget/staged2700_seeds && python ../staged2700/readings.py . 1338 1339
 """
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FOLDER = sys.argv[1] if len(sys.argv) > 1 else HERE
+SEEDS = sys.argv[2:] or ['1337']
 
 
 def records(path: str) -> list[dict]:
@@ -25,20 +31,29 @@ def final(recs: list[dict]) -> tuple[int, float]:
     return last, evaluations(recs)[last]
 
 
-runs = {arm: records(os.path.join(HERE, f'{arm}_s1337.jsonl')) for arm in ('cur4096', 'staged')}
-grows = {arm: [(r['iter'], round(r['fold_kl'], 4)) for r in recs
-               if r.get('op') == 'resize_vocabulary'] for arm, recs in runs.items()}
-first_grow = min(g[0][0] for g in grows.values())
-common = set.intersection(*(set(evaluations(recs)) for recs in runs.values()))
-balance = max(i for i in common if i < first_grow)
-for arm, recs in runs.items():
-    last, end = final(recs)
-    edges = [0] + [i for i, _ in grows[arm]] + [last]
-    print(f'{arm}: grows (iteration, fold_kl) {grows[arm]}; iterations per phase '
-          f'{[b - a for a, b in zip(edges, edges[1:])]}; last iteration {last}; '
-          f'val loss at {balance} (balance check) {evaluations(recs)[balance]:.4f}; '
-          f'at the end {end:.4f}')
-then, now = final(records(os.path.join(HERE, '..', '2700s', 'curriculum_s1337.jsonl'))), \
-    final(runs['cur4096'])
-print(f"anchor, the earlier session's curriculum_s1337: last iteration {then[0]}, val loss at the "
-      f"end {then[1]:.4f}; this session's cur4096 minus it {now[1] - then[1]:+.4f}")
+def readings(seed: str) -> None:
+    runs = {arm: records(os.path.join(FOLDER, f'{arm}_s{seed}.jsonl'))
+            for arm in ('cur4096', 'staged')}
+    grows = {arm: [(r['iter'], round(r['fold_kl'], 4)) for r in recs
+                   if r.get('op') == 'resize_vocabulary'] for arm, recs in runs.items()}
+    first_grow = min(g[0][0] for g in grows.values())
+    common = set.intersection(*(set(evaluations(recs)) for recs in runs.values()))
+    balance = max(i for i in common if i < first_grow)
+    level = max(i for i in common if i > max(g[0][0] for g in grows.values()))
+    for arm, recs in runs.items():
+        last, end = final(recs)
+        edges = [0] + [i for i, _ in grows[arm]] + [last]
+        print(f'seed {seed}, {arm}: grows (iteration, fold_kl) {grows[arm]}; iterations per phase '
+              f'{[b - a for a, b in zip(edges, edges[1:])]}; last iteration {last}; '
+              f'val loss at {balance} (balance check) {evaluations(recs)[balance]:.4f}; '
+              f'at {level} (after the first grow) {evaluations(recs)[level]:.4f}; '
+              f'at the end {end:.4f}')
+    then = final(records(os.path.join(HERE, '..', '2700s', f'curriculum_s{seed}.jsonl')))
+    now = final(runs['cur4096'])
+    print(f"seed {seed}, anchor, the earlier session's curriculum_s{seed}: last iteration "
+          f"{then[0]}, val loss at the end {then[1]:.4f}; this cur4096 minus it "
+          f"{now[1] - then[1]:+.4f}")
+
+
+for seed in SEEDS:
+    readings(seed)
