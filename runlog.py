@@ -6,6 +6,9 @@ lines printed on stdout.
 import json
 import os
 import time
+from contextlib import contextmanager
+
+import torch
 
 from errors import fail, first_line
 
@@ -110,10 +113,13 @@ class StepClock:
     and the host runs ahead of it, so one iteration's time means nothing: times are taken at log
     points, after the waits there, and averaged over the iterations since the last one. The first
     WARMUP iterations of a process (compilation, allocator and cache warm-up) would skew the ETA and
-    MFU: both leave them out, and so after a recompile."""
+    MFU: both leave them out, and so after a recompile. Evaluations and saves are left out too (a
+    new shape's evaluation compiles as long as its step): tokens/s, MFU and the ETA are the training
+    steps', as a time budget counts them."""
     WARMUP = 5
 
-    def __init__(self):
+    def __init__(self, device: str = 'cpu'):
+        self.device = device
         self.t_lap = self.t_warm = time.time()
         self.ticks = self.lap_ticks = 0
         self.warm = False  # the last lap had no warm-up iteration in it
@@ -125,6 +131,18 @@ class StepClock:
         self.warm_from = self.ticks + self.WARMUP  # the tick at which warm-up ends
         self.warm_ticks = 0  # the tick at which it ended; 0 while it lasts
         self.mfu = -1.0  # smoothed; negative until measured
+
+    @contextmanager
+    def aside(self):
+        """Time spent in here (an evaluation, a save) counts in no lap and not in the ETA. The
+        steps the host queued before it finish first, in the lap's time."""
+        if self.device.startswith('cuda'):
+            torch.cuda.synchronize(self.device)
+        t = time.time()
+        yield
+        spent = time.time() - t
+        self.t_lap += spent
+        self.t_warm += spent
 
     def tick(self) -> None:
         """Call once per iteration."""

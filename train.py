@@ -303,15 +303,17 @@ def checkpoint_state(it: int) -> dict:
 def save(it: int) -> None:
     guard.read()  # the checkpoint counts every skipped step; none is saved past max_skipped_steps
     budget.read()  # and every second trained
-    save_run(checkpoint_state(it) if master else None, ckpt_path, it, keep_last_checkpoints, log,
-             device)
+    with clock.aside():
+        save_run(checkpoint_state(it) if master else None, ckpt_path, it, keep_last_checkpoints,
+                 log, device)
 
 
 def run_evaluation(it: int, after_op: bool = False) -> dict:
     """Evaluate, log it, and remember it for the curriculum's loss triggers."""
     net = wrapped.module if ddp else wrapped  # compiled, when it is
-    metrics = evaluate(net, eval_batch, eval_iters, rare_id if state['remapping'] else None,
-                       autocast)
+    with clock.aside():
+        metrics = evaluate(net, eval_batch, eval_iters, rare_id if state['remapping'] else None,
+                           autocast)
     if after_op:  # in the new token space at once: the curve shows the jump an operation causes
         log(dict(iter=it, after_op=True, **metrics),
             f"iter {it}: after the operations, val loss {metrics['val_loss']:.4f}")
@@ -339,7 +341,7 @@ guard = NonFiniteGuard(progress, max_skipped_steps, log, ckpt_path)
 wants_hidden = teacher_model is not None and teacher_model.projection is not None
 head = SparseHeadRows(compiled, device)
 peak = peak_flops or (989e12 if device_type == 'cuda' else 135e9)  # for MFU
-local_iter, clock, ahead = 0, StepClock(), {}
+local_iter, clock, ahead = 0, StepClock(device), {}
 while True:
     # once in a while: evaluate, save, and run the operations the schedule has due ----
     finished = curriculum.done(iter_num)  # max_iters reached, or the time budget spent

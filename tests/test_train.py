@@ -146,7 +146,7 @@ def test_a_torn_last_line_of_the_log_is_dropped(tmp_path, keep_bytes):
 
 def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
     """The first iterations compile and warm caches: 10 s each here, then 1 s. The ETA must come
-    from the 1 s ones."""
+    from the 1 s ones, and leave out evaluations and saves."""
     now = [0.0]
     monkeypatch.setattr(runlog.time, 'time', lambda: now[0])
     clock = runlog.StepClock()
@@ -173,3 +173,12 @@ def test_eta_and_mfu_leave_out_the_warm_up(monkeypatch):
         clock.lap()
         assert clock.warm == (i >= runlog.StepClock.WARMUP)
     assert clock.eta(60) == '0.5 min' and clock.add_mfu(0.2) == '20.00%'
+    # an evaluation or a save (a new shape's evaluation compiles for minutes) is in no lap and not
+    # in the ETA: they are the training steps'
+    now[0] += 0.5
+    clock.tick()
+    with clock.aside():
+        now[0] += 100.0
+    now[0] += 0.5
+    clock.tick()
+    assert clock.lap() == 0.5 and clock.eta(60) == '0.5 min'
