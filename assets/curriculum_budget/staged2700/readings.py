@@ -1,12 +1,13 @@
 """PLAN.md's addendum readings for the 45-minute staged runs, from their metrics copied into a
 folder (this one by default, seed 1337 by default), per seed: the balance check (both arms' val loss
 at the last evaluation both reached before either grew), each arm's grows and iterations per phase,
-the level at the last evaluation both reached after the first grow (both in their own token space
-then), and the cross-session anchor (the cur4096 run against ../2700s/curriculum_s<seed>, the same
-config and seed in an earlier session).
+the level at the last evaluation both reached after the first grow (cur4096's folded by its
+end-of-run fold gap, as the staged arm's space folds those ids), and the cross-session anchor (the
+cur4096 run against ../2700s/curriculum_s<seed>, the same config and seed in an earlier session).
 
     cd assets/curriculum_budget/staged2700 && python readings.py > readings.txt
-    cd assets/curriculum_budget/staged2700_seeds && python ../staged2700/readings.py . 1338 1339
+    cd assets/curriculum_budget/staged2700_seeds && python ../staged2700/readings.py . 1338 1339 \
+        > readings.txt
 """
 import json
 import os
@@ -48,6 +49,13 @@ def readings(seed: str) -> None:
               f'val loss at {balance} (balance check) {evaluations(recs)[balance]:.4f}; '
               f'at {level} (after the first grow) {evaluations(recs)[level]:.4f}; '
               f'at the end {end:.4f}')
+    # between its grows the staged arm evaluates in 18,752 tokens, where the ids train never holds
+    # are already one class; cur4096 evaluates in the full space: fold it by its end-of-run fold gap
+    split = {os.path.basename(os.path.dirname(r['ckpt'])): r['val_loss'] - r['folded']
+             for r in records(os.path.join(FOLDER, 'val_loss_split.jsonl'))}
+    folded = evaluations(runs['cur4096'])[level] - split[f'cur4096_s{seed}']
+    print(f"seed {seed}, at {level}, cur4096 folded by its end-of-run gap (approximate) "
+          f"{folded:.4f}; staged minus it {evaluations(runs['staged'])[level] - folded:+.4f}")
     then = final(records(os.path.join(HERE, '..', '2700s', f'curriculum_s{seed}.jsonl')))
     now = final(runs['cur4096'])
     print(f"seed {seed}, anchor, the earlier session's curriculum_s{seed}: last iteration "
