@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# PLAN.md: more pre-training seeds of the 45-minute comparison (../2700s), the two arms side by side,
-# one thread each, then both tasks fine-tuned at the rates the first three seeds chose on dev, each
-# arm on its own core, into a run cache; the raw files are copied here.
+# PLAN.md: more pre-training seeds of the 45-minute comparison (../2700s), the two arms side by
+# side, one thread each, then both tasks fine-tuned at the rates the first three seeds chose on
+# dev, each arm on its own core, into a run cache; the raw files are copied here.
 #   bash assets/curriculum_budget/2700s_more/run.sh <runs folder> 1340 1341
 set -euo pipefail
 runs=$1
