@@ -54,9 +54,13 @@ class TimeBudget:
         """Training starts (after an evaluation and saving)."""
         self.t0 = time.perf_counter()
 
-    def stop(self, read: bool) -> None:
+    def stop(self, read: bool, wait: bool = False) -> None:
         """Training stops (the step is done); read: count the time since the last reading (at a
-        log point, where the host has waited for the device)."""
+        log point, where the host has waited for the device); wait: wait for the device here
+        (before an evaluation, whose own wait would take the steps still queued on a GPU out of
+        the budget)."""
+        if wait and str(self.device).startswith('cuda'):
+            torch.cuda.synchronize(self.device)
         self.pending += (self.step_seconds if self.step_seconds is not None
                          else time.perf_counter() - self.t0)
         if read:

@@ -434,7 +434,7 @@ while True:
         log.step(iter_num, budget, clock, mfu, loss=step_loss.item(), **parts, lr=lr,
                  tokens=progress['tokens'], tokens_per_s=tokens_per_iter / dt,
                  grad_norm=grad_norm.item())
-    budget.stop(read=iter_num % log_interval == 0)  # read where the log point waited for the device
+    budget.stop(read=iter_num % log_interval == 0, wait=(iter_num + 1) % eval_interval == 0)
     iter_num += 1
     local_iter += 1
 

@@ -4,6 +4,7 @@ exact resume straddling every operation."""
 import json
 import math
 import shutil
+import time
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import torch
 from checkpoint import load_checkpoint, load_model
 from conftest import (assert_same_weights, losses, read_metrics, run_script, stop_in_process, train,
                       train_args)
+from curriculum import TimeBudget
 from fill_mask import MaskFiller
 from optim import load_state_by_name, scheduled_lr
 
@@ -303,6 +305,26 @@ def test_a_time_budget_ends_the_run_fires_by_fraction_and_resumes_exactly(data_r
     for resume_at in (3, 4):
         assert_resumes_exactly(data_root, tmp_path / 'full', tmp_path / f'resume_{resume_at}', args,
                                resume_at, 8)
+
+
+def test_the_steps_queued_before_an_evaluation_count_against_the_budget(monkeypatch):
+    """On a GPU the host runs ahead of the device; the iteration before an evaluation waits for
+    it inside the budget, so the queued steps are charged there, not to the evaluation. The wait
+    is stood in for by a synchronize that takes 50 ms (no GPU here)."""
+    waits = []
+    monkeypatch.setattr(torch.cuda, 'synchronize', lambda device: (waits.append(device),
+                                                                    time.sleep(0.05)))
+    budget = TimeBudget(100, 60.0, {'train_seconds': 0.0}, 'cuda:0')
+    budget.start()
+    budget.stop(read=False)
+    assert waits == [] and budget.pending < 0.05
+    budget.start()
+    budget.stop(read=False, wait=True)
+    assert waits == ['cuda:0'] and budget.pending >= 0.05
+    on_cpu = TimeBudget(100, 60.0, {'train_seconds': 0.0}, 'cpu')
+    on_cpu.start()
+    on_cpu.stop(read=False, wait=True)
+    assert waits == ['cuda:0']  # nothing queued on a CPU: no wait
 
 
 def test_a_share_of_the_budget_within_its_last_log_interval_still_fires(data_root, tmp_path):
