@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from data import load_remap
-from distributed import all_reduce
+from distributed import all_reduce, wait_for_device
 from errors import fail
 from mlm import (EVAL_BATCHES, RESIZE_NOISE, TokenSpace, get_windows, mask_tokens, masked_batch,
                  seed_for)
@@ -59,8 +59,8 @@ class TimeBudget:
         log point, where the host has waited for the device); wait: wait for the device here
         (before an evaluation, whose own wait would take the steps still queued on a GPU out of
         the budget)."""
-        if wait and str(self.device).startswith('cuda'):
-            torch.cuda.synchronize(self.device)
+        if wait:
+            wait_for_device(self.device)
         self.pending += (self.step_seconds if self.step_seconds is not None
                          else time.perf_counter() - self.t0)
         if read:

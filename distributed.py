@@ -43,6 +43,12 @@ def setup(device: str) -> tuple[bool, int, int, str]:
     return True, dist.get_rank(), dist.get_world_size(), device
 
 
+def wait_for_device(device: str) -> None:
+    """Wait until the work the host queued on a GPU is done (a CPU runs nothing ahead)."""
+    if device.startswith('cuda'):
+        torch.cuda.synchronize(device)
+
+
 def all_reduce(t: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
     """t reduced over the ranks, in place (t itself in a group of one)."""
     if dist.is_initialized():

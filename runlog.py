@@ -8,8 +8,7 @@ import os
 import time
 from contextlib import contextmanager
 
-import torch
-
+from distributed import wait_for_device
 from errors import fail, first_line
 
 
@@ -136,8 +135,7 @@ class StepClock:
     def aside(self):
         """Time spent in here (an evaluation, a save) counts in no lap and not in the ETA. The
         steps the host queued before it finish first, in the lap's time."""
-        if self.device.startswith('cuda'):
-            torch.cuda.synchronize(self.device)
+        wait_for_device(self.device)
         t = time.time()
         yield
         spent = time.time() - t
