@@ -1,16 +1,14 @@
 """Which part of a pre-trained checkpoint a downstream deficit lives in: the checkpoint with one
-part replaced, to fine-tune like any other.
+part replaced by a fresh draw of the architecture's own init, to fine-tune like any other.
 
-    python dev/swap_parts.py <ckpt.pt> embedding <out.pt>   # token embedding rows drawn afresh
-    python dev/swap_parts.py <ckpt.pt> body <out.pt>        # all but the embedding drawn afresh
-    python dev/swap_parts.py <ckpt.pt> row_scale <out.pt>   # each embedding row scaled to the
-                                                            # initial RMS (the encoder's function
-                                                            # barely moves: a LayerNorm follows)
+    python dev/swap_parts.py <ckpt.pt> embedding <draw> <out.pt>  # token embedding rows fresh
+    python dev/swap_parts.py <ckpt.pt> body <draw> <out.pt>       # everything but those rows fresh
 
-Fresh weights are the architecture's own initial draw (seed 0). `body` keeps the embedding module
-(the rows and the LayerNorm after them) and draws the layers, the final norm and the MLM head.
-With a tied decoder its rows follow the embedding's; fine-tuning reads only the encoder.
+The two parts split the model: the rows (`tok_embeddings`) on one side; the LayerNorm after them,
+the layers, the final norm and the MLM head on the other. `draw` seeds the fresh weights. A tied
+decoder follows the rows; fine-tuning reads only the encoder. ModernBERT checkpoints only.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -18,28 +16,33 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from checkpoint import checkpoint_encoder, load_checkpoint, save_checkpoint  # noqa: E402
-from model import Encoder, EncoderConfig  # noqa: E402
+from model import Encoder  # noqa: E402
 
-source, part, out = sys.argv[1:]
+ROWS = 'model.embeddings.tok_embeddings.weight'
+
+source, part, draw, out = sys.argv[1:]
+if part not in ('embedding', 'body'):
+    sys.exit(f"unknown part '{part}': use embedding or body")
+if os.path.abspath(out) == os.path.abspath(source):
+    sys.exit(f'{out} is the source checkpoint; name another output file')
 ckpt = load_checkpoint(source)
-trained = checkpoint_encoder(ckpt).state_dict()
-torch.manual_seed(0)
-fresh = Encoder(EncoderConfig(**ckpt['model_args'])).state_dict()
-rows = 'model.embeddings.tok_embeddings.weight'
+trained = checkpoint_encoder(ckpt)
+if trained.config.arch != 'modernbert':
+    sys.exit(f'{source} is a {trained.config.arch} checkpoint; only ModernBERT ones can be swapped')
+torch.manual_seed(int(draw))
+fresh = Encoder(trained.config).state_dict()
+weights = trained.state_dict()
 if part == 'embedding':
-    trained[rows] = fresh[rows]
-elif part == 'body':
-    kept = {k: v for k, v in trained.items() if k.startswith('model.embeddings.')}
-    trained = {**fresh, **kept}
-elif part == 'row_scale':
-    w = trained[rows]
-    target = fresh[rows].pow(2).mean().sqrt()
-    trained[rows] = w * (target / w.pow(2).mean(1, keepdim=True).sqrt().clamp_min(1e-12))
+    weights[ROWS] = fresh[ROWS]
 else:
-    sys.exit(f"unknown part '{part}': use embedding, body or row_scale")
-if 'decoder.weight' in trained and ckpt['model_args'].get('tie_word_embeddings', True):
-    trained['decoder.weight'] = trained[rows]  # the tied decoder is the embedding
-ckpt['model'] = trained
+    weights = {**fresh, ROWS: weights[ROWS]}
+if trained.decoder.weight is trained.model.tok_embeddings.weight:
+    weights['decoder.weight'] = weights[ROWS]
+ckpt['model'] = weights
+ckpt['swapped'] = dict(source=source, part=part, draw=int(draw))
 save_checkpoint(ckpt, out)
-w = trained[rows]
-print(f'{part}: {out}; embedding row RMS median {w.pow(2).mean(1).sqrt().median():.4f}')
+# read it back: the rows are the fresh draw's (embedding) or the source's (body)
+rows = checkpoint_encoder(load_checkpoint(out)).state_dict()[ROWS]
+expected = fresh[ROWS] if part == 'embedding' else trained.state_dict()[ROWS]
+assert torch.equal(rows, expected), 'the written rows are not the intended ones'
+print(f'{out}: {part} drawn afresh (draw {draw}), checked')
