@@ -3,27 +3,53 @@
 # shakespeare_lines against random weights, then the swapped arms on works, two processes at a
 # time into run caches.
 #   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder>
+# then the readings, every run read back from the caches (their logs print each run's cache path):
+#   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> readings
 set -euo pipefail
 export runs=$1 out=$2
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1 PY=${PY:-.venv/bin/python}
+ckpts() {  # file, arm, seeds...: a comma-separated list of checkpoints
+    local file=$1 arm=$2 s list=; shift 2
+    for s in "$@"; do list+="$runs/${arm}_s$s/$file,"; done
+    echo "${list%,}"
+}
+ft() {  # name, task, file in each checkpoint folder, arm, seeds...
+    local name=$1 task=$2; shift 2
+    local settings=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
+    [ "$task" = lines ] && settings=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
+    $PY finetune.py --init_from="$(ckpts "$@")" --baseline="${BASE:-scratch}" "${settings[@]}" \
+        --pooling=mean --learning_rate="${LR:-1e-3,3e-3}" --seeds=0,1,2 --zero_shot_tokens=0 \
+        --cache_dir="$out/cache_$task" --out="$out/$name.json" > "$out/$name.log" 2>&1
+}
+export -f ckpts ft
+three="1337 1338 1339"
+if [ "${3:-}" = readings ]; then
+    for f in works_staged lines_staged works_body works_embedding; do
+        $PY dev/finetune_summary.py "$out/$f.json"
+    done
+    # the swapped arms against A on the same three checkpoints, paired
+    for part in body embedding; do
+        BASE=$(ckpts $part.pt staged $three) ft works_staged3_vs_$part works ckpt.pt staged $three
+    done
+    # the interaction (A - C) - (D - R): setting_change's gap change, first C vs R, then A vs D
+    ft works_embedding works embedding.pt staged $three
+    $PY dev/setting_change.py "$out/works_embedding.log" "$out/works_embedding.json" \
+        "$out/works_staged3_vs_body.log" "$out/works_staged3_vs_body.json"
+    # every arm at 3e-3
+    for arm in staged:ckpt.pt body:body.pt embedding:embedding.pt; do
+        LR=3e-3 ft works_${arm%%:*}_3e-3 works ${arm#*:} staged $three
+        $PY dev/finetune_summary.py "$out/works_${arm%%:*}_3e-3.json"
+    done
+    exit 0
+fi
 draw=100
-for s in 1337 1338 1339; do
+for s in $three; do
     for part in embedding body; do
         $PY dev/swap_parts.py "$runs/staged_s$s/ckpt.pt" $part $draw "$runs/staged_s$s/$part.pt"
     done
     draw=$((draw + 1))
 done
-ft() {  # name, task, file in each checkpoint folder, arm, seeds...
-    local name=$1 task=$2 file=$3 arm=$4 s init=; shift 4
-    for s in "$@"; do init+="$runs/${arm}_s$s/$file,"; done
-    local settings=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
-    [ "$task" = lines ] && settings=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
-    $PY finetune.py --init_from="${init%,}" --baseline="${BASE:-scratch}" "${settings[@]}" \
-        --pooling=mean --learning_rate="${LR:-1e-3,3e-3}" --seeds=0,1,2 --zero_shot_tokens=0 \
-        --cache_dir="$out/cache_$task" --out="$out/$name.json" > "$out/$name.log" 2>&1
-}
-export -f ft
 five="1337 1338 1339 1340 1341"
 printf '%s\n' "lines_staged lines ckpt.pt staged $five" "works_staged works ckpt.pt staged $five" \
     "works_body works body.pt staged 1337 1338 1339" \
