@@ -575,3 +575,30 @@ def test_frozen_probes_on_finetunings_labels_gather_by_arm(ckpt, tmp_path):
                   r'\((\S+) to (\S+)\) paired by label seed', summary)
     assert m and abs(float(m[1]) - paired.mean()) < 2e-4 and abs(float(m[2]) - paired.mean()) < 2e-4
     assert float(m[3]) < paired.mean() < float(m[4])  # two label seeds: a t-interval with 1 df
+
+
+def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
+    """dev/swap_parts.py: 'embedding' draws the token rows afresh and keeps the rest; 'body' keeps
+    the rows and draws the rest (the LayerNorm after the rows included); the tied decoder follows
+    the rows; bad arguments stop with one line and write nothing."""
+    import torch
+    from checkpoint import checkpoint_encoder, load_checkpoint
+    trained = checkpoint_encoder(load_checkpoint(ckpt))
+    source = trained.state_dict()
+    torch.manual_seed(7)
+    fresh = Encoder(trained.config).state_dict()
+    rows = 'model.embeddings.tok_embeddings.weight'
+    for part, kept_rows in (('embedding', False), ('body', True)):
+        out = tmp_path / f'{part}.pt'
+        run_script('dev/swap_parts.py', ckpt, part, '7', str(out))
+        model = checkpoint_encoder(load_checkpoint(str(out)))
+        assert model.decoder.weight is model.model.tok_embeddings.weight
+        for name, w in model.state_dict().items():
+            from_source = (name in (rows, 'decoder.weight')) == kept_rows
+            assert torch.equal(w, (source if from_source else fresh)[name]), (part, name)
+    for args, says in (((ckpt, 'head', '0', str(tmp_path / 'x.pt')), "unknown part 'head'"),
+                       ((ckpt, 'body', '0', ckpt), 'is the source checkpoint')):
+        result = run_script('dev/swap_parts.py', *args, check=False)
+        assert result.returncode != 0 and says in result.stderr
+        assert 'Traceback' not in result.stderr
+    assert not (tmp_path / 'x.pt').exists()
