@@ -1,0 +1,47 @@
+"""A checkpoint's token embedding rows by how often train.bin holds their token: the median row RMS
+and the mean pairwise cosine of the rows after the LayerNorm that follows them (at most 2,000 rows
+of a group, drawn with seed 0), beside the same readings of the architecture's initial draw.
+
+    python dev/embedding_rows.py <data folder> <ckpt.pt>...
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from checkpoint import checkpoint_encoder, load_checkpoint  # noqa: E402
+from model import Encoder  # noqa: E402
+
+GROUPS = ((1000, None), (50, 1000), (5, 50), (1, 5), (0, 1))  # times train.bin holds the token
+
+
+def readings(rows: torch.Tensor, counts: np.ndarray) -> str:
+    out = []
+    for low, high in GROUPS:
+        group = rows[torch.from_numpy((counts >= low) & (counts < (high or np.inf)))]
+        torch.manual_seed(0)
+        x = F.normalize(F.layer_norm(group, group.shape[1:]), dim=1)
+        x = x[torch.randperm(len(x))[:2000]]
+        n = len(x)
+        cosine = ((x @ x.T).sum() - n) / (n * n - n)
+        name = f'{low}+' if high is None else f'{low}' if high == low + 1 else f'{low}-{high - 1}'
+        out.append(f'seen {name} ({len(group)}): RMS {group.pow(2).mean(1).sqrt().median():.3f}, '
+                   f'cosine {cosine:.2f}')
+    return '; '.join(out)
+
+
+data, paths = Path(sys.argv[1]), sys.argv[2:]
+if not paths:
+    sys.exit('usage: python dev/embedding_rows.py <data folder> <ckpt.pt>...')
+train = np.memmap(data / 'train.bin', dtype=np.uint16, mode='r')
+for i, path in enumerate(paths):
+    model = checkpoint_encoder(load_checkpoint(path))
+    counts = np.bincount(train, minlength=model.config.vocab_size)
+    if i == 0:
+        torch.manual_seed(0)
+        fresh = Encoder(model.config).model.tok_embeddings.weight.detach()
+        print(f'initial draw: {readings(fresh, counts)}')
+    print(f'{path}: {readings(model.model.tok_embeddings.weight.detach(), counts)}')
