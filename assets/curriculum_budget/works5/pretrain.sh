@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# PLAN.md: the 5-minute checkpoints. For seeds 1337-1339 the demo's staged config beside the full
+# vocabulary, one thread each; then staged seeds 1340 and 1341 side by side.
+#   bash assets/curriculum_budget/works5/pretrain.sh <folder>
+set -euo pipefail
+out=$1
+mkdir -p "$out"
+export OMP_NUM_THREADS=1 WANDB_MODE=disabled
+PY=${PY:-.venv/bin/python}
+staged() { $PY train.py config/demo_staged_cpu.py --time_budget=300 --seed="$1" \
+    --out_dir="$out/staged_s$1" > "$out/staged_s$1.log" 2>&1; }
+for s in 1337 1338 1339; do
+    staged "$s" &
+    $PY train.py config/demo_cpu.py --time_budget=300 --eval_interval=250 --seed="$s" \
+        --out_dir="$out/full_s$s" > "$out/full_s$s.log" 2>&1 &
+    wait
+done
+staged 1340 & staged 1341 &
+wait
