@@ -602,3 +602,24 @@ def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
         assert result.returncode != 0 and says in result.stderr
         assert 'Traceback' not in result.stderr
     assert not (tmp_path / 'x.pt').exists()
+
+
+def test_embedding_rows_reads_rms_and_cosine_by_frequency(ckpt, data_root):
+    """dev/embedding_rows.py: five frequency groups that cover the vocabulary; the initial draw's
+    rows have the init's RMS and no shared direction, and a checkpoint's RMS is its rows' own."""
+    import torch
+    from checkpoint import checkpoint_encoder, load_checkpoint
+    out = run_script('dev/embedding_rows.py', str(data_root / 'shakespeare'), ckpt).stdout
+    initial, trained = out.splitlines()
+    groups = re.findall(r'seen (\S+) \((\d+)\): RMS ([\d.]+), cosine (-?[\d.]+)', initial)
+    model = checkpoint_encoder(load_checkpoint(ckpt))
+    assert [g[0] for g in groups] == ['1000+', '50-999', '5-49', '1-4', '0']
+    assert sum(int(g[1]) for g in groups) == model.config.vocab_size
+    std = model.config.initializer_range
+    assert all(0.8 * std < float(g[2]) < std and abs(float(g[3])) < 0.02 for g in groups)
+    rows = model.model.tok_embeddings.weight.detach()
+    rms = rows.pow(2).mean(1).sqrt()
+    counts = np.bincount(np.memmap(data_root / 'shakespeare' / 'train.bin', dtype=np.uint16),
+                         minlength=model.config.vocab_size)
+    often = rms[torch.from_numpy(counts >= 1000)].median()
+    assert trained.startswith(f'{ckpt}: seen 1000+') and f'RMS {often:.3f},' in trained

@@ -43,6 +43,17 @@ if [ "${3:-}" = readings ]; then
     done
     exit 0
 fi
+# B, last in the plan's order: the full-vocabulary checkpoints of the same pairs on both tasks,
+# then each against the demo's model on the same three seeds, paired, read back from the caches
+#   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> full
+if [ "${3:-}" = full ]; then
+    ft works_full works ckpt.pt full $three & ft lines_full lines ckpt.pt full $three &
+    wait
+    for task in works lines; do
+        BASE=$(ckpts ckpt.pt full $three) ft ${task}_staged3_vs_full $task ckpt.pt staged $three
+    done
+    exit 0
+fi
 draw=100
 for s in $three; do
     for part in embedding body; do
