@@ -3,10 +3,14 @@ part replaced by a fresh draw of the architecture's own init, to fine-tune like 
 
     python dev/swap_parts.py <ckpt.pt> embedding <draw> <out.pt>  # token embedding rows fresh
     python dev/swap_parts.py <ckpt.pt> body <draw> <out.pt>       # everything but those rows fresh
+    python dev/swap_parts.py <ckpt.pt> row_scale <draw> <out.pt>  # rows scaled to the draw's RMS
 
 The two parts split the model: the rows (`tok_embeddings`) on one side; the LayerNorm after them,
 the layers, the final norm and the MLM head on the other. `draw` seeds the fresh weights. A tied
-decoder follows the rows; fine-tuning reads only the encoder. ModernBERT checkpoints only.
+decoder follows the rows; fine-tuning reads only the encoder. `row_scale` keeps every weight but
+rescales each row to the fresh rows' RMS: the LayerNorm after the rows undoes the scale (up to its
+eps), so the encoder's function stays, while a fine-tuning step moves the rows more relative to
+their size. ModernBERT checkpoints only.
 """
 import os
 import sys
@@ -21,8 +25,8 @@ from model import Encoder  # noqa: E402
 ROWS = 'model.embeddings.tok_embeddings.weight'
 
 source, part, draw, out = sys.argv[1:]
-if part not in ('embedding', 'body'):
-    sys.exit(f"unknown part '{part}': use embedding or body")
+if part not in ('embedding', 'body', 'row_scale'):
+    sys.exit(f"unknown part '{part}': use embedding, body or row_scale")
 if os.path.abspath(out) == os.path.abspath(source):
     sys.exit(f'{out} is the source checkpoint; name another output file')
 ckpt = load_checkpoint(source)
@@ -34,15 +38,27 @@ fresh = Encoder(trained.config).state_dict()
 weights = trained.state_dict()
 if part == 'embedding':
     weights[ROWS] = fresh[ROWS]
-else:
+elif part == 'body':
     weights = {**fresh, ROWS: weights[ROWS]}
+else:
+    rms = weights[ROWS].pow(2).mean(1, keepdim=True).sqrt().clamp_min(1e-12)
+    weights[ROWS] = weights[ROWS] * (fresh[ROWS].pow(2).mean().sqrt() / rms)
 if trained.decoder.weight is trained.model.tok_embeddings.weight:
     weights['decoder.weight'] = weights[ROWS]
 ckpt['model'] = weights
 ckpt['swapped'] = dict(source=source, part=part, draw=int(draw))
 save_checkpoint(ckpt, out)
-# read it back: the rows are the fresh draw's (embedding) or the source's (body)
+# read it back: the rows are the fresh draw's (embedding), the source's (body) or rescaled
 rows = checkpoint_encoder(load_checkpoint(out)).state_dict()[ROWS]
-expected = fresh[ROWS] if part == 'embedding' else trained.state_dict()[ROWS]
-assert torch.equal(rows, expected), 'the written rows are not the intended ones'
-print(f'{out}: {part} drawn afresh (draw {draw}), checked')
+assert torch.equal(rows, weights[ROWS]), 'the written rows are not the intended ones'
+done = 'rows rescaled to the RMS of' if part == 'row_scale' else f'{part} drawn afresh,'
+print(f'{out}: {done} draw {draw}; checked')
+if part == 'row_scale':  # how far the LayerNorm's eps lets the function move, on random ids
+    ids = torch.randint(0, trained.config.vocab_size, (8, 128))
+    scaled = checkpoint_encoder(load_checkpoint(out))
+    with torch.no_grad():
+        before, after = trained.eval().encode(ids), scaled.eval().encode(ids)
+    cosine = torch.nn.functional.cosine_similarity(before, after, dim=-1).min()
+    moved = (before.mean(1) - after.mean(1)).norm() / before.mean(1).norm()
+    print(f'encoder states on 8 x 128 random ids: cosine with the source at least {cosine:.5f}, '
+          f'mean-pooled states moved by {moved:.2%}')

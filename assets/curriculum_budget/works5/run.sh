@@ -24,6 +24,7 @@ ft() {  # name, task, file in each checkpoint folder, arm, seeds...
 }
 export -f ckpts ft
 three="1337 1338 1339"
+five="1337 1338 1339 1340 1341"
 if [ "${3:-}" = readings ]; then
     for f in works_staged lines_staged works_body works_embedding; do
         $PY dev/finetune_summary.py "$out/$f.json"
@@ -54,6 +55,17 @@ if [ "${3:-}" = full ]; then
     done
     exit 0
 fi
+# PLAN_rows.md: E, the five staged checkpoints with each row scaled to the initial RMS, on works
+# (dev/swap_parts.py row_scale), then against the demo's model, paired, read back from the cache
+#   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> row_scale
+if [ "${3:-}" = row_scale ]; then
+    for s in $five; do
+        $PY dev/swap_parts.py "$runs/staged_s$s/ckpt.pt" row_scale 0 "$runs/staged_s$s/row_scale.pt"
+    done
+    ft works_row_scale works row_scale.pt staged $five
+    BASE=$(ckpts ckpt.pt staged $five) ft works_row_scale_vs_staged works row_scale.pt staged $five
+    exit 0
+fi
 draw=100
 for s in $three; do
     for part in embedding body; do
@@ -61,7 +73,6 @@ for s in $three; do
     done
     draw=$((draw + 1))
 done
-five="1337 1338 1339 1340 1341"
 printf '%s\n' "lines_staged lines ckpt.pt staged $five" "works_staged works ckpt.pt staged $five" \
     "works_body works body.pt staged 1337 1338 1339" \
     "works_embedding works embedding.pt staged 1337 1338 1339" \
