@@ -1,4 +1,5 @@
-"""A checkpoint's token embedding rows by how often train.bin holds their token: the median row RMS
+"""A checkpoint's token embedding rows by how often train holds their token (the data folder's
+counts.npy, written by prepare.py): the median row RMS
 and the mean pairwise cosine of the rows after the LayerNorm that follows them (at most 2,000 rows
 of a group, drawn with seed 0), beside the same readings of the architecture's initial draw.
 
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from checkpoint import checkpoint_encoder, load_checkpoint  # noqa: E402
 from model import Encoder  # noqa: E402
 
-GROUPS = ((1000, None), (50, 1000), (5, 50), (1, 5), (0, 1))  # times train.bin holds the token
+GROUPS = ((1000, None), (50, 1000), (5, 50), (1, 5), (0, 1))  # times train holds the token
 
 
 def readings(rows: torch.Tensor, counts: np.ndarray) -> str:
@@ -36,10 +37,11 @@ def readings(rows: torch.Tensor, counts: np.ndarray) -> str:
 data, paths = Path(sys.argv[1]), sys.argv[2:]
 if not paths:
     sys.exit('usage: python dev/embedding_rows.py <data folder> <ckpt.pt>...')
-train = np.memmap(data / 'train.bin', dtype=np.uint16, mode='r')
+if not (data / 'counts.npy').is_file():
+    sys.exit(f'{data} has no counts.npy; prepare the data with prepare.py first')
+counts = np.load(data / 'counts.npy')
 for i, path in enumerate(paths):
     model = checkpoint_encoder(load_checkpoint(path))
-    counts = np.bincount(train, minlength=model.config.vocab_size)
     if i == 0:
         torch.manual_seed(0)
         fresh = Encoder(model.config).model.tok_embeddings.weight.detach()

@@ -49,15 +49,14 @@ ckpt['model'] = weights
 ckpt['swapped'] = dict(source=source, part=part, draw=int(draw))
 save_checkpoint(ckpt, out)
 # read it back: the rows are the fresh draw's (embedding), the source's (body) or rescaled
-rows = checkpoint_encoder(load_checkpoint(out)).state_dict()[ROWS]
-assert torch.equal(rows, weights[ROWS]), 'the written rows are not the intended ones'
+written = checkpoint_encoder(load_checkpoint(out))
+assert torch.equal(written.state_dict()[ROWS], weights[ROWS]), 'the rows written are not intended'
 done = 'rows rescaled to the RMS of' if part == 'row_scale' else f'{part} drawn afresh,'
 print(f'{out}: {done} draw {draw}; checked')
 if part == 'row_scale':  # how far the LayerNorm's eps lets the function move, on random ids
     ids = torch.randint(0, trained.config.vocab_size, (8, 128))
-    scaled = checkpoint_encoder(load_checkpoint(out))
     with torch.no_grad():
-        before, after = trained.eval().encode(ids), scaled.eval().encode(ids)
+        before, after = trained.eval().encode(ids), written.eval().encode(ids)
     cosine = torch.nn.functional.cosine_similarity(before, after, dim=-1).min()
     moved = (before.mean(1) - after.mean(1)).norm() / before.mean(1).norm()
     print(f'encoder states on 8 x 128 random ids: cosine with the source at least {cosine:.5f}, '

@@ -619,9 +619,10 @@ def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
     assert not (tmp_path / 'x.pt').exists()
 
 
-def test_embedding_rows_reads_rms_and_cosine_by_frequency(ckpt, data_root):
+def test_embedding_rows_reads_rms_and_cosine_by_frequency(ckpt, data_root, tmp_path):
     """dev/embedding_rows.py: five frequency groups that cover the vocabulary; the initial draw's
-    rows have the init's RMS and no shared direction, and a checkpoint's RMS is its rows' own."""
+    rows have the init's RMS and no shared direction, and a checkpoint's RMS is its rows' own; a
+    folder without counts.npy stops with one line."""
     import torch
     from checkpoint import checkpoint_encoder, load_checkpoint
     out = run_script('dev/embedding_rows.py', str(data_root / 'shakespeare'), ckpt).stdout
@@ -638,3 +639,6 @@ def test_embedding_rows_reads_rms_and_cosine_by_frequency(ckpt, data_root):
                          minlength=model.config.vocab_size)
     often = rms[torch.from_numpy(counts >= 1000)].median()
     assert trained.startswith(f'{ckpt}: seen 1000+') and f'RMS {often:.3f},' in trained
+    missing = run_script('dev/embedding_rows.py', str(tmp_path), ckpt, check=False)
+    assert missing.returncode != 0 and 'has no counts.npy' in missing.stderr
+    assert 'Traceback' not in missing.stderr
