@@ -17,3 +17,6 @@ for s in 1337 1338 1339; do
 done
 staged 1340 & staged 1341 &
 wait
+# PLAN_wd.md: W, the demo's staged config with a decoupled weight decay of 2e-3 per step, two at a
+# time; seed 1342 only keeps the load of seed 1341's round.
+#   bash assets/curriculum_budget/works5/pretrain.sh <folder> wd
