@@ -66,6 +66,18 @@ if [ "${3:-}" = row_scale ]; then
     BASE=$(ckpts ckpt.pt staged $five) ft works_row_scale_vs_staged works row_scale.pt staged $five
     exit 0
 fi
+# PLAN_wd.md: W (the staged config with a decoupled weight decay, pretrain.sh's wd mode) on both
+# tasks, then against the demo's model on the same seeds, paired, read back from the caches
+#   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> wd
+if [ "${3:-}" = wd ]; then
+    ft works_wd works ckpt.pt wd $five & ft lines_wd lines ckpt.pt wd $five &
+    wait
+    for task in works lines; do
+        BASE=$(ckpts ckpt.pt staged $five) ft ${task}_wd_vs_staged $task ckpt.pt wd $five
+        $PY dev/finetune_summary.py "$out/${task}_wd.json" "$out/${task}_wd_vs_staged.json"
+    done
+    exit 0
+fi
 draw=100
 for s in $three; do
     for part in embedding body; do
