@@ -7,26 +7,27 @@ out=$1
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled
 PY=${PY:-.venv/bin/python}
-staged() { $PY train.py config/demo_staged_cpu.py --time_budget=300 --seed="$1" \
-    --out_dir="$out/staged_s$1" > "$out/staged_s$1.log" 2>&1; }
-# PLAN_wd.md: W, the demo's staged config with a decoupled weight decay of 2e-3 per step, two at a
-# time; seed 1342 only keeps the load of seed 1341's round.
+staged() {  # seed, folder name, settings...
+    local s=$1 name=$2; shift 2
+    $PY train.py config/demo_staged_cpu.py --time_budget=300 --seed="$s" "$@" \
+        --out_dir="$out/${name}_s$s" > "$out/${name}_s$s.log" 2>&1
+}
+# PLAN_wd.md: W, the demo's staged config with a decoupled weight decay of 2e-3 per step, beside
+# the staged config as it is (A'), one seed of each at a time, so the pair shares the load
 #   bash assets/curriculum_budget/works5/pretrain.sh <folder> wd
 if [ "${2:-}" = wd ]; then
-    wd() { $PY train.py config/demo_staged_cpu.py --time_budget=300 --seed="$1" \
-        --weight_decay_convention=decoupled --weight_decay=2e-3 \
-        --out_dir="$out/wd_s$1" > "$out/wd_s$1.log" 2>&1; }
-    for pair in "1337 1338" "1339 1340" "1341 1342"; do
-        for s in $pair; do wd "$s" & done
+    for s in 1337 1338 1339 1340 1341; do
+        staged "$s" wd --weight_decay_convention=decoupled --weight_decay=2e-3 &
+        staged "$s" staged_beside_wd &
         wait
     done
     exit 0
 fi
 for s in 1337 1338 1339; do
-    staged "$s" &
+    staged "$s" staged &
     $PY train.py config/demo_cpu.py --time_budget=300 --eval_interval=250 --seed="$s" \
         --out_dir="$out/full_s$s" > "$out/full_s$s.log" 2>&1 &
     wait
 done
-staged 1340 & staged 1341 &
+staged 1340 staged & staged 1341 staged &
 wait
