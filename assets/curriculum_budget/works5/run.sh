@@ -66,15 +66,19 @@ if [ "${3:-}" = row_scale ]; then
     BASE=$(ckpts ckpt.pt staged $five) ft works_row_scale_vs_staged works row_scale.pt staged $five
     exit 0
 fi
-# PLAN_wd.md: W (the staged config with a decoupled weight decay, pretrain.sh's wd mode) on both
-# tasks, then against the demo's model on the same seeds, paired, read back from the caches
+# PLAN_wd.md: W (the staged config with a decoupled weight decay, pretrain.sh's wd mode) and A'
+# (the staged config pre-trained beside it) on both tasks, then W against A' (primary) and against
+# the demo's model of the earlier rounds, paired by seed, read back from the caches
 #   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> wd
 if [ "${3:-}" = wd ]; then
-    ft works_wd works ckpt.pt wd $five & ft lines_wd lines ckpt.pt wd $five &
-    wait
+    printf '%s\n' "lines_wd lines ckpt.pt wd $five" \
+        "lines_beside_wd lines ckpt.pt staged_beside_wd $five" "works_wd works ckpt.pt wd $five" \
+        "works_beside_wd works ckpt.pt staged_beside_wd $five" | xargs -P 2 -I{} bash -c 'ft {}'
     for task in works lines; do
-        BASE=$(ckpts ckpt.pt staged $five) ft ${task}_wd_vs_staged $task ckpt.pt wd $five
-        $PY dev/finetune_summary.py "$out/${task}_wd.json" "$out/${task}_wd_vs_staged.json"
+        for base in staged_beside_wd staged; do
+            BASE=$(ckpts ckpt.pt $base $five) ft ${task}_wd_vs_$base $task ckpt.pt wd $five
+            $PY dev/finetune_summary.py "$out/${task}_wd_vs_$base.json"
+        done
     done
     exit 0
 fi
