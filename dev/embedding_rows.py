@@ -1,7 +1,8 @@
 """A checkpoint's token embedding rows by how often train holds their token (the data folder's
 counts.npy, written by prepare.py): the median row RMS
 and the mean pairwise cosine of the rows after the LayerNorm that follows them (at most 2,000 rows
-of a group, drawn with seed 0), beside the same readings of the architecture's initial draw.
+of a group, drawn with seed 0), beside the same readings of the architecture's initial draw; then
+how many rows are so small (RMS under 0.005) that the LayerNorm's eps starts to matter.
 
     python dev/embedding_rows.py <data folder> <ckpt.pt>...
 """
@@ -16,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from checkpoint import checkpoint_encoder, load_checkpoint  # noqa: E402
 from model import Encoder  # noqa: E402
 
+SMALL_RMS = 0.005
 GROUPS = ((1000, None), (50, 1000), (5, 50), (1, 5), (0, 1))  # times train holds the token
 
 
@@ -31,7 +33,8 @@ def readings(rows: torch.Tensor, counts: np.ndarray) -> str:
         name = f'{low}+' if high is None else f'{low}' if high == low + 1 else f'{low}-{high - 1}'
         out.append(f'seen {name} ({len(group)}): RMS {group.pow(2).mean(1).sqrt().median():.3f}, '
                    f'cosine {cosine:.2f}')
-    return '; '.join(out)
+    small = int((rows.pow(2).mean(1).sqrt() < SMALL_RMS).sum())
+    return '; '.join(out) + f'; rows under RMS {SMALL_RMS}: {small}'
 
 
 data, paths = Path(sys.argv[1]), sys.argv[2:]

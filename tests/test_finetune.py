@@ -639,6 +639,7 @@ def test_embedding_rows_reads_rms_and_cosine_by_frequency(ckpt, data_root, tmp_p
                          minlength=model.config.vocab_size)
     often = rms[torch.from_numpy(counts >= 1000)].median()
     assert trained.startswith(f'{ckpt}: seen 1000+') and f'RMS {often:.3f},' in trained
+    assert trained.endswith(f'rows under RMS 0.005: {int((rms < 0.005).sum())}')
     missing = run_script('dev/embedding_rows.py', str(tmp_path), ckpt, check=False)
     assert missing.returncode != 0 and 'has no counts.npy' in missing.stderr
     assert 'Traceback' not in missing.stderr

@@ -71,6 +71,18 @@ fi
 # the demo's model of the earlier rounds, paired by seed, read back from the caches
 #   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> wd
 if [ "${3:-}" = wd ]; then
+    # the plan's sanity check: each checkpoint's iterations, its optimizer's decay, its last val loss
+    for arm in wd staged_beside_wd; do
+        for s in $five; do
+            $PY -c "import sys, torch
+ck = torch.load(sys.argv[1], map_location='cpu', weights_only=False)
+print(sys.argv[1], 'iter', ck['iter_num'], 'weight decay', ck['config']['weight_decay'],
+      ck['config']['weight_decay_convention'], 'optimizer groups',
+      sorted({round(g['weight_decay'], 6) for g in ck['optimizer']['param_groups']}), end=', ')
+" "$runs/${arm}_s$s/ckpt.pt"
+            grep -o 'val loss [0-9.]*' "$runs/${arm}_s$s.log" | tail -n 1
+        done
+    done > "$out/wd_check.txt"
     printf '%s\n' "lines_wd lines ckpt.pt wd $five" \
         "lines_beside_wd lines ckpt.pt staged_beside_wd $five" "works_wd works ckpt.pt wd $five" \
         "works_beside_wd works ckpt.pt staged_beside_wd $five" | xargs -P 2 -I{} bash -c 'ft {}'
