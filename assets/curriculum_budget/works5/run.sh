@@ -92,6 +92,12 @@ print(sys.argv[1], 'iter', ck['iter_num'], 'weight decay', ck['config']['weight_
             $PY dev/finetune_summary.py "$out/${task}_wd_vs_$base.json"
         done
     done
+    # lines at each common rate of the grid (the arms chose different ones), from the cache
+    for lr in 3e-3 1e-3 0.0003333333333333333; do
+        LR=$lr BASE=$(ckpts ckpt.pt staged_beside_wd $five) \
+            ft lines_wd_vs_staged_beside_wd_$lr lines ckpt.pt wd $five
+        $PY dev/finetune_summary.py "$out/lines_wd_vs_staged_beside_wd_$lr.json"
+    done
     exit 0
 fi
 draw=100
