@@ -71,7 +71,7 @@ fi
 # the demo's model of the earlier rounds, paired by seed, read back from the caches
 #   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> wd
 if [ "${3:-}" = wd ]; then
-    # the plan's sanity check: each checkpoint's iterations, its optimizer's decay, its last val loss
+    # the plan's sanity check: each checkpoint's iterations, optimizer decay, last val loss
     for arm in wd staged_beside_wd; do
         for s in $five; do
             $PY -c "import sys, torch
