@@ -100,6 +100,28 @@ print(sys.argv[1], 'iter', ck['iter_num'], 'weight decay', ck['config']['weight_
     done
     exit 0
 fi
+# PLAN_wd_rows.md: W and A' with each row scaled to the initial RMS, on works, then against each
+# other and each against its unscaled checkpoint, paired, read back from the cache
+#   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> wd_rows
+if [ "${3:-}" = wd_rows ]; then
+    for arm in wd staged_beside_wd; do
+        for s in $five; do
+            $PY dev/swap_parts.py "$runs/${arm}_s$s/ckpt.pt" row_scale 0 \
+                "$runs/${arm}_s$s/row_scale.pt"
+        done
+    done > "$out/wd_rows_check.txt"
+    ft works_wd_rs works row_scale.pt wd $five &
+    ft works_beside_wd_rs works row_scale.pt staged_beside_wd $five &
+    wait
+    for pair in "wd_rs_vs_beside_wd_rs row_scale.pt staged_beside_wd row_scale.pt wd" \
+        "beside_wd_rs_vs_beside_wd ckpt.pt staged_beside_wd row_scale.pt staged_beside_wd" \
+        "wd_rs_vs_wd ckpt.pt wd row_scale.pt wd"; do
+        set -- $pair
+        BASE=$(ckpts "$2" "$3" $five) ft "works_$1" works "$4" "$5" $five
+        $PY dev/finetune_summary.py "$out/works_$1.json"
+    done
+    exit 0
+fi
 draw=100
 for s in $three; do
     for part in embedding body; do
