@@ -83,6 +83,14 @@ print(sys.argv[1], 'iter', ck['iter_num'], 'weight decay', ck['config']['weight_
             grep -o 'val loss [0-9.]*' "$runs/${arm}_s$s.log" | tail -n 1
         done
     done > "$out/wd_check.txt"
+    # how much the decay shrank each matrix: its RMS in W over its RMS in A', per seed
+    for s in $five; do
+        $PY -c "import sys, torch
+w, a = (torch.load(p, map_location='cpu', weights_only=False)['model'] for p in sys.argv[1:])
+ratios = {k: (w[k].pow(2).mean() / a[k].pow(2).mean()).sqrt().item() for k in w if w[k].dim() > 1}
+print(sys.argv[1], ' '.join(f'{k} {r:.2f}' for k, r in ratios.items()))
+" "$runs/wd_s$s/ckpt.pt" "$runs/staged_beside_wd_s$s/ckpt.pt"
+    done > "$out/wd_matrix_rms.txt"
     printf '%s\n' "lines_wd lines ckpt.pt wd $five" \
         "lines_beside_wd lines ckpt.pt staged_beside_wd $five" "works_wd works ckpt.pt wd $five" \
         "works_beside_wd works ckpt.pt staged_beside_wd $five" | xargs -P 2 -I{} bash -c 'ft {}'
@@ -97,28 +105,6 @@ print(sys.argv[1], 'iter', ck['iter_num'], 'weight decay', ck['config']['weight_
         LR=$lr BASE=$(ckpts ckpt.pt staged_beside_wd $five) \
             ft lines_wd_vs_staged_beside_wd_$lr lines ckpt.pt wd $five
         $PY dev/finetune_summary.py "$out/lines_wd_vs_staged_beside_wd_$lr.json"
-    done
-    exit 0
-fi
-# PLAN_wd_rows.md: W and A' with each row scaled to the initial RMS, on works, then against each
-# other and each against its unscaled checkpoint, paired, read back from the cache
-#   bash assets/curriculum_budget/works5/run.sh <pre-training folder> <out folder> wd_rows
-if [ "${3:-}" = wd_rows ]; then
-    for arm in wd staged_beside_wd; do
-        for s in $five; do
-            $PY dev/swap_parts.py "$runs/${arm}_s$s/ckpt.pt" row_scale 0 \
-                "$runs/${arm}_s$s/row_scale.pt"
-        done
-    done > "$out/wd_rows_check.txt"
-    ft works_wd_rs works row_scale.pt wd $five &
-    ft works_beside_wd_rs works row_scale.pt staged_beside_wd $five &
-    wait
-    for pair in "wd_rs_vs_beside_wd_rs row_scale.pt staged_beside_wd row_scale.pt wd" \
-        "beside_wd_rs_vs_beside_wd ckpt.pt staged_beside_wd row_scale.pt staged_beside_wd" \
-        "wd_rs_vs_wd ckpt.pt wd row_scale.pt wd"; do
-        set -- $pair
-        BASE=$(ckpts "$2" "$3" $five) ft "works_$1" works "$4" "$5" $five
-        $PY dev/finetune_summary.py "$out/works_$1.json"
     done
     exit 0
 fi
