@@ -1,8 +1,8 @@
 """A checkpoint's token embedding rows by how often train holds their token (the data folder's
-counts.npy, written by prepare.py): the median row RMS
-and the mean pairwise cosine of the rows after the LayerNorm that follows them (at most 2,000 rows
-of a group, drawn with seed 0), beside the same readings of the architecture's initial draw; then
-how many rows are so small (RMS under 0.005) that the LayerNorm's eps starts to matter.
+counts.npy, written by prepare.py): the median row RMS and the mean pairwise cosine of the rows
+after the LayerNorm that follows them (at most 2,000 rows of a group, drawn with seed 0), beside the
+same readings of the architecture's initial draw; then how many rows are so small (RMS under 0.005)
+that the LayerNorm's eps starts to matter.
 
     python dev/embedding_rows.py <data folder> <ckpt.pt>...
 """
@@ -22,19 +22,19 @@ GROUPS = ((1000, None), (50, 1000), (5, 50), (1, 5), (0, 1))  # times train hold
 
 
 def readings(rows: torch.Tensor, counts: np.ndarray) -> str:
-    out = []
+    out, rms = [], rows.pow(2).mean(1).sqrt()
     for low, high in GROUPS:
-        group = rows[torch.from_numpy((counts >= low) & (counts < (high or np.inf)))]
+        members = torch.from_numpy((counts >= low) & (counts < (high or np.inf)))
+        group = rows[members]
         torch.manual_seed(0)
         x = F.normalize(F.layer_norm(group, group.shape[1:]), dim=1)
         x = x[torch.randperm(len(x))[:2000]]
         n = len(x)
         cosine = ((x @ x.T).sum() - n) / (n * n - n)
         name = f'{low}+' if high is None else f'{low}' if high == low + 1 else f'{low}-{high - 1}'
-        out.append(f'seen {name} ({len(group)}): RMS {group.pow(2).mean(1).sqrt().median():.3f}, '
+        out.append(f'seen {name} ({len(group)}): RMS {rms[members].median():.3f}, '
                    f'cosine {cosine:.2f}')
-    small = int((rows.pow(2).mean(1).sqrt() < SMALL_RMS).sum())
-    return '; '.join(out) + f'; rows under RMS {SMALL_RMS}: {small}'
+    return '; '.join(out) + f'; rows under RMS {SMALL_RMS}: {int((rms < SMALL_RMS).sum())}'
 
 
 data, paths = Path(sys.argv[1]), sys.argv[2:]
