@@ -17,7 +17,8 @@ shift
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 PY=${PYTHON:-python3}
-ALL=(preflight test_cuda train_gap bench_small bench_base bench_base8192 phases levers curriculum)
+ALL=(preflight test_cuda budget train_gap bench_small bench_base bench_base8192 phases levers
+     curriculum)
 STEPS=("${@:-${ALL[@]}}")
 
 stamp() {  # each line of the log with the time it came
@@ -65,6 +66,25 @@ print('free GiB', torch.cuda.mem_get_info()[0] / 2**30)"
 # correctness first: FlexAttention against SDPA, one graph, the optimizer step without a host sync
 test_cuda() {
     run test_cuda 300 $PY -m pytest -q tests/test_cuda.py
+}
+
+# the curriculum under a wall-clock budget: grown at half of it, embedding-only to 0.7; the log
+# is stamped, so the steps' wall-clock (evaluations and saves out) can be set beside the
+# train_seconds the checkpoint holds, printed before the checkpoints go
+budget() {
+    cat >"$R/budget.json" <<'EOF'
+[{"name": "resize_vocabulary", "value": [null, 0.0, "pieces"], "at_fraction": 0.5},
+ {"name": "disable_vocab_remapping", "value": null, "max_wait_iters": 0},
+ {"name": "set_embedding_finetune_mode", "value": true, "max_wait_iters": 0},
+ {"name": "set_embedding_finetune_mode", "value": false, "at_fraction": 0.7}]
+EOF
+    run budget 330 $PY train.py config/small_mlm_shrink.py --schedule="$R/budget.json" \
+        --time_budget=150 --gradient_accumulation_steps=1 --eval_interval=500 --eval_iters=5 \
+        --checkpoint_interval=0 --wandb_log=False --out_dir="$R/out-budget" \
+        --init_from=scratch --overwrite=True
+    $PY -c "import sys, torch; c = torch.load(sys.argv[1], weights_only=False); \
+print({k: v for k, v in c.items() if k in ('iter_num', 'progress', 'state')})" \
+        "$R/out-budget/ckpt.pt" >"$R/budget_progress.txt" 2>&1
 }
 
 # train.py as the recipe has it (documents packed, StableAdamW), and with neither, against the bench
