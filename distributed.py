@@ -5,6 +5,7 @@ group of one: every helper here then does nothing.
 """
 import os
 import signal
+import sys
 import threading
 
 import torch
@@ -117,9 +118,16 @@ class StopSignal:
 
 
 def shutdown() -> None:
-    if dist.is_initialized():
-        # all ranks leave together: a rank tearing gloo down while its peer still holds the
-        # connection was seen to abort the peer at exit (a finished run's rank 1 killed by SIGABRT,
-        # on a loaded 2-core machine)
-        dist.barrier()
-        dist.destroy_process_group()
+    """The end of a finished run: under torchrun every rank leaves the group together and exits
+    here, without Python's finalization. Finalization frees what the backend's worker threads may
+    still hold, and a worker that then needs the interpreter aborts the process ("terminate called
+    without an active exception", with no Python frame left): a finished run's rank killed by
+    SIGABRT and torchrun reporting the run failed, seen on a loaded 2-core machine. By now the
+    checkpoint and the logs are written and closed (the log files are opened per line)."""
+    if not dist.is_initialized():
+        return
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

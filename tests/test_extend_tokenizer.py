@@ -354,7 +354,10 @@ def test_growth_under_ddp_equals_one_process(code_root, ckpt, tmp_path):
     assert ddp.returncode == 0, ddp.stderr[-3000:]
     grown = [[m for m in read_metrics(tmp_path / run) if m.get('op') == 'grow_into_tokenizer']
              for run in ('single', 'ddp')]
-    assert grown[0] == grown[1] and len(grown[0]) == 1
+    (single_grow,), (ddp_grow,) = grown  # one grow in each
+    # grow_kl to a float's rounding: outside pytest-xdist the single process sums on two threads
+    assert ddp_grow.pop('grow_kl') == pytest.approx(single_grow.pop('grow_kl'), rel=1e-9)
+    assert single_grow == ddp_grow
     single, two = losses(tmp_path / 'single'), losses(tmp_path / 'ddp')
     assert single.keys() == two.keys() == {0, 1}
     assert all(single[it] == pytest.approx(two[it], rel=1e-5) for it in single)
