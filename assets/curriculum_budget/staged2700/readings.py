@@ -56,7 +56,10 @@ def readings(seed: str) -> None:
     folded = evaluations(runs['cur4096'])[level] - split[f'cur4096_s{seed}']
     print(f"seed {seed}, at {level}, cur4096 folded by its end-of-run gap (approximate) "
           f"{folded:.4f}; staged minus it {evaluations(runs['staged'])[level] - folded:+.4f}")
-    then = final(records(os.path.join(HERE, '..', '2700s', f'curriculum_s{seed}.jsonl')))
+    # seeds 1337-1339 ran in ../2700s, 1340 and 1341 in ../2700s_more
+    anchors = [os.path.join(HERE, '..', folder, f'curriculum_s{seed}.jsonl')
+               for folder in ('2700s', '2700s_more')]
+    then = final(records(next(p for p in anchors if os.path.exists(p))))
     now = final(runs['cur4096'])
     print(f"seed {seed}, anchor, the earlier session's curriculum_s{seed}: last iteration "
           f"{then[0]}, val loss at the end {then[1]:.4f}; this cur4096 minus it "
