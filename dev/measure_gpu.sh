@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU measurements (docs/gpu/README.md), as named steps: about 26 minutes for all of them on
+# The GPU measurements (docs/gpu/README.md), as named steps: about 30 minutes for all of them on
 # one H100 with a cold compile cache, more than a session's GPU time, so a session runs the first
 # steps docs/gpu/README.md lists ("Left to measure") in calls of under 10 minutes (`phases` alone
 # takes up to 8) and leaves the rest to the next. Each step has a time limit and its own
