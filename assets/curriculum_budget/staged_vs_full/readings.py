@@ -1,0 +1,133 @@
+"""PLAN.md's readings for the staged curriculum against the full vocabulary at 45 minutes, from the
+raw files run.sh copies here. Every seed that started is listed with its validity (the load rule,
+both logs ending with their final save, the staged run back in the full vocabulary) and each arm's
+iterations; until the plan's ten valid seeds are in, nothing else. Then: each arm's fine-tuning
+rate per task chosen on dev over the ten, per seed both arms' readings and staged minus full, and
+over the ten the mean, its 95% t-interval and the goal's verdict; beside it the interval over the
+sessions' means.
+
+    python assets/curriculum_budget/staged_vs_full/readings.py > readings.txt
+"""
+import glob
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'dev'))
+from domain_arms_summary import T975, t_interval  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLANNED = 10
+ARMS = ('staged', 'full')
+RATES = {'lines': ('0.0003333333333333333', '1e-3'), 'works': ('1e-3', '3e-3')}
+# (reading, +1 where higher is better): the goal reads the far end of staged - full against
+# -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
+GOAL = {'val loss': -1, 'shakespeare_lines': 1, 'shakespeare_works': 1}
+DESCRIPTIVE = {'folded val loss': -1, 'zero-shot accuracy': 1, 'pseudo-log-likelihood': 1}
+
+
+def read(name: str):
+    with open(os.path.join(HERE, name)) as f:
+        return [json.loads(line) for line in f] if name.endswith('jsonl') else json.load(f)
+
+
+def void(seed: str) -> str | None:
+    """Why the seed is void, or None."""
+    with open(os.path.join(HERE, f'loadavg_s{seed}.txt')) as f:
+        loads = [float(line.split()[1]) for line in f][2:]  # the first two minutes left out
+    for i in range(len(loads) - 2):
+        if all(not 1.5 <= x <= 2.6 for x in loads[i:i + 3]):
+            return 'the load outside 1.5 to 2.6 on 3 consecutive readings'
+    for arm in ARMS:
+        with open(os.path.join(HERE, f'{arm}_s{seed}.log')) as f:
+            if not re.search(r'saved \S+ckpt\.pt\s*$', f.read()):
+                return f'the {arm} log does not end with its final save'
+    ops = [r['op'] for r in read(f'staged_s{seed}.jsonl') if 'op' in r]
+    if not ops or ops[-1] != 'disable_vocab_remapping':
+        return 'the staged run did not end in the full vocabulary'
+    return None
+
+
+def last_eval(seed: str, arm: str) -> dict:
+    recs = read(f'{arm}_s{seed}.jsonl')
+    return dict([r for r in recs if 'val_loss' in r and not r.get('after_op')][-1],
+                tokens=max(r['tokens'] for r in recs if 'tokens' in r))
+
+
+def by_ckpt(name: str, arm: str, seed: str) -> dict:
+    return next(r for r in read(name) if f'/{arm}_s{seed}/' in r.get('ckpt', r.get('init_from')))
+
+
+def finetuned(task: str, arm: str, seed: str, rate: str) -> dict:
+    out = read(f'{task}_{arm}_s{seed}_lr{rate}.json')
+    assert out['held_out'] and len(out['per_seed']) == 3, f'{task} {arm} {seed} {rate}'
+    return dict(dev=out['dev'], test=float(np.mean([r['accuracy'] for r in out['per_seed']])))
+
+
+def row(seed: str, arm: str, rates: dict) -> dict:
+    zero_shot = by_ckpt(f'zero_shot_s{seed}.jsonl', arm, seed)
+    return {'val loss': last_eval(seed, arm)['val_loss'],
+            'folded val loss': by_ckpt(f'val_loss_split_s{seed}.jsonl', arm, seed)['folded'],
+            'zero-shot accuracy': zero_shot['masked_accuracy'],
+            'pseudo-log-likelihood': zero_shot['pseudo_log_likelihood'],
+            **{f'shakespeare_{task}': finetuned(task, arm, seed, rates[arm, task])['test']
+               for task in RATES}}
+
+
+def main() -> None:
+    seeds = sorted(re.search(r'_s(\d+)\.txt$', p).group(1)
+                   for p in glob.glob(os.path.join(HERE, 'loadavg_s*.txt')))
+    valid = []
+    for seed in seeds:
+        why = void(seed)
+        ends = {arm: last_eval(seed, arm) for arm in ARMS
+                if os.path.exists(os.path.join(HERE, f'{arm}_s{seed}.jsonl'))}
+        with open(os.path.join(HERE, f'session_s{seed}.txt')) as f:
+            session = f.read().strip()
+        print(f'seed {seed} (session {session}): ' + (f'VOID ({why})' if why else 'valid') + '; '
+              + ', '.join(f"{arm} {e['iter']} iterations, {e['tokens']:,} tokens"
+                          for arm, e in ends.items()))
+        if not why:
+            valid.append((seed, session))
+    if len(valid) < PLANNED:
+        print(f'{len(valid)} of {PLANNED} valid seeds: no reading before all are in (PLAN.md)')
+        return
+    valid = valid[:PLANNED]
+    # each arm's rate on a task: the best mean over the ten checkpoints of their dev medians
+    rates = {}
+    for arm in ARMS:
+        for task, grid in RATES.items():
+            dev = {r: np.mean([finetuned(task, arm, s, r)['dev'] for s, _ in valid]) for r in grid}
+            rates[arm, task] = max(grid, key=dev.get)
+            print(f'{arm}, {task}: dev '
+                  + ', '.join(f'{float(r):g} {d:.4f}' for r, d in dev.items())
+                  + f'; chosen {float(rates[arm, task]):g}')
+    diffs = {name: [] for name in {**GOAL, **DESCRIPTIVE}}
+    for seed, _ in valid:
+        rows = {arm: row(seed, arm, rates) for arm in ARMS}
+        for name in diffs:
+            diffs[name].append(rows['staged'][name] - rows['full'][name])
+        print(f'seed {seed}: ' + '; '.join(
+            f"{name} {rows['staged'][name]:.4f} - {rows['full'][name]:.4f} = {d[-1]:+.4f}"
+            for name, d in diffs.items()))
+    sessions = sorted({session for _, session in valid})
+    for name, better in {**GOAL, **DESCRIPTIVE}.items():
+        values = np.array(diffs[name])
+        verdict = ''
+        if name in GOAL:
+            half = T975[PLANNED - 1] * values.std(ddof=1) / np.sqrt(PLANNED)
+            low, high = values.mean() - half, values.mean() + half
+            far, near = (low, high) if better > 0 else (high, low)
+            met = far > -0.01 if better > 0 else far < 0.01
+            ahead = near * better > 0 and far * better > 0
+            verdict = '; the goal ' + ('met' if met else 'not met') + ('; ahead' if ahead else '')
+        per_session = np.array([np.mean([d for d, (_, s) in zip(values, valid) if s == session])
+                                for session in sessions])
+        print(f'staged - full over {PLANNED} seeds, {name}: {t_interval(values)}{verdict}; over '
+              f'the {len(sessions)} sessions\' means {t_interval(per_session)}')
+
+
+main()

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# PLAN.md: `make demo`'s staged curriculum against the full vocabulary on a 45-minute budget, one
+# pre-training seed at a time: the two arms side by side, one thread each (the load logged while
+# both run), then each checkpoint fine-tuned on both tasks at each rate of the plan's grid (one
+# process per arm), zero-shot scores and the val loss split; each seed's raw files are copied
+# here as soon as they exist.
+#   bash assets/curriculum_budget/staged_vs_full/run.sh <runs folder> <seed>...
+set -euo pipefail
+runs=$1
+shift
+here=assets/curriculum_budget/staged_vs_full
+mkdir -p "$runs"
+export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
+PY=${PY:-.venv/bin/python}
+# docs/finetune.md's settings; each arm's rate is chosen on dev over all seeds (PLAN.md)
+lines=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
+works=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
+lines_rates="0.0003333333333333333 1e-3"
+works_rates="1e-3 3e-3"
+finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on one core
+    local s=$1 arm=$2 lr task
+    for task in lines works; do
+        local -n settings=$task rates=${task}_rates
+        for lr in $rates; do
+            $PY finetune.py --init_from="$runs/${arm}_s$s/ckpt.pt" "${settings[@]}" --seeds=0,1,2 \
+                --pooling=mean --learning_rate="$lr" --zero_shot_tokens=0 \
+                --out="$runs/${task}_${arm}_s${s}_lr$lr.json" \
+                > "$runs/${task}_${arm}_s${s}_lr$lr.log" 2>&1
+        done
+    done
+}
+session=$(date +%FT%H:%M)  # this invocation, for the plan's interval over sessions
+one= two= load=
+trap 'kill $one $two $load 2>/dev/null || true' EXIT
+for s in "$@"; do
+    while true; do echo "$(date +%T) $(cut -d' ' -f1 /proc/loadavg)"; sleep 60; done \
+        > "$runs/loadavg_s$s.txt" &
+    load=$!
+    echo "$session" > "$runs/session_s$s.txt"
+    $PY train.py config/demo_staged_cpu.py --time_budget=2700 --seed="$s" \
+        --out_dir="$runs/staged_s$s" > "$runs/staged_s$s.log" 2>&1 &
+    one=$!
+    $PY train.py config/demo_cpu.py --time_budget=2700 --eval_interval=250 --seed="$s" \
+        --out_dir="$runs/full_s$s" > "$runs/full_s$s.log" 2>&1 &
+    two=$!
+    wait -n $one $two || true
+    kill $load  # the load window ends when the first arm does: the other then runs alone
+    ok=1
+    wait $one || ok=0
+    wait $two || ok=0
+    cp "$runs"/{staged_s$s.log,full_s$s.log,loadavg_s$s.txt,session_s$s.txt} "$here/"
+    for arm in staged full; do
+        if [ -f "$runs/${arm}_s$s/metrics.jsonl" ]; then
+            cp "$runs/${arm}_s$s/metrics.jsonl" "$here/${arm}_s$s.jsonl"
+        fi
+    done
+    [ $ok = 1 ] || { echo "seed $s: an arm failed, no fine-tuning (void by its log)"; continue; }
+    finetune "$s" staged & one=$!
+    finetune "$s" full & two=$!
+    wait $one
+    wait $two
+    ckpts=("$runs/staged_s$s/ckpt.pt" "$runs/full_s$s/ckpt.pt")
+    $PY dev/zero_shot.py "${ckpts[@]}" > "$runs/zero_shot_s$s.jsonl" & one=$!
+    $PY dev/val_loss_split.py "${ckpts[@]}" > "$runs/val_loss_split_s$s.jsonl" & two=$!
+    wait $one
+    wait $two
+    cp "$runs"/*_s"$s"_lr*.json "$runs"/*_s"$s"_lr*.log "$runs"/*_s"$s".jsonl "$here/"
+done
