@@ -13,6 +13,7 @@ PY=${PY:-.venv/bin/python}
 while true; do echo "$(date +%T) $(cut -d' ' -f1 /proc/loadavg)"; sleep 60; done \
     > "$out/loadavg_ft.txt" &
 load=$!
+trap 'kill $load' EXIT
 ckpts() { echo "$runs/${1}_s1340/ckpt.pt,$runs/${1}_s1341/ckpt.pt"; }
 ft() {  # name, task, arm, extra flags...
     local name=$1 task=$2 arm=$3
@@ -23,11 +24,12 @@ ft() {  # name, task, arm, extra flags...
         --learning_rate=1e-3,3e-3 --seeds=0,1,2 --zero_shot_tokens=0 \
         --cache_dir="$out/cache_$task" --out="$out/$name.json" "$@" > "$out/$name.log" 2>&1
 }
-ft lines_staged lines staged & ft lines_cur4096 lines cur4096 &
-wait
-ft works_staged works staged & ft works_cur4096 works cur4096 &
-wait
-kill $load
+for task in lines works; do  # a bare wait would wait for the load logger too
+    ft ${task}_staged $task staged & one=$!
+    ft ${task}_cur4096 $task cur4096 & two=$!
+    wait $one
+    wait $two
+done
 # the paired reading: every run comes back from the caches, each arm at the rate it chose on dev
 for task in lines works; do
     ft ${task}_staged_vs_cur4096 $task staged --baseline="$(ckpts cur4096)"

@@ -63,7 +63,7 @@ def by_ckpt(name: str, arm: str, seed: str) -> dict:
 
 def finetuned(task: str, arm: str, seed: str, rate: str) -> dict:
     out = read(f'{task}_{arm}_s{seed}_lr{rate}.json')
-    assert out['held_out'] and len(out['per_seed']) == 3, f'{task} {arm} {seed} {rate}'
+    assert out['held_out'] and len(out['per_seed']) == 5, f'{task} {arm} {seed} {rate}'
     return dict(dev=out['dev'], test=float(np.mean([r['accuracy'] for r in out['per_seed']])))
 
 
