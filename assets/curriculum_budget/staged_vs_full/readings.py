@@ -22,7 +22,7 @@ from domain_arms_summary import T975, t_interval  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLANNED = 10
 ARMS = ('staged', 'full')
-RATES = {'lines': ('0.0003333333333333333', '1e-3'), 'works': ('1e-3', '3e-3')}
+RATES = {'lines': ('0.0003333333333333333', '1e-3'), 'works': ('1e-3', '3e-3', '9e-3')}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
 GOAL = {'val loss': -1, 'shakespeare_lines': 1, 'shakespeare_works': 1}
