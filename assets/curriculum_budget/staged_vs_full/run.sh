@@ -5,6 +5,7 @@
 # process per arm), zero-shot scores and the val loss split; each seed's raw files are copied
 # here as soon as they exist.
 #   bash assets/curriculum_budget/staged_vs_full/run.sh <runs folder> <seed>...
+# (SESSION=<id> files the seeds under an earlier invocation's session, session_s<seed>.txt)
 set -euo pipefail
 runs=$1
 shift
@@ -16,7 +17,7 @@ PY=${PY:-.venv/bin/python}
 lines=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
 works=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
 lines_rates="0.0003333333333333333 1e-3"
-works_rates="1e-3 3e-3"
+works_rates="1e-3 3e-3 9e-3"
 finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on one core
     local s=$1 arm=$2 lr task
     for task in lines works; do
@@ -29,7 +30,7 @@ finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on o
         done
     done
 }
-session=$(date +%FT%H:%M)  # this invocation, for the plan's interval over sessions
+session=${SESSION:-$(date +%FT%H:%M)}  # for the plan's interval over sessions
 one= two= load=
 trap 'kill $one $two $load 2>/dev/null || true' EXIT
 for s in "$@"; do
