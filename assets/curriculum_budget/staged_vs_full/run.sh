@@ -23,8 +23,8 @@ finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on o
     for task in lines works; do
         local -n settings=$task rates=${task}_rates
         for lr in $rates; do
-            $PY finetune.py --init_from="$runs/${arm}_s$s/ckpt.pt" "${settings[@]}" --seeds=0,1,2,3,4 \
-                --pooling=mean --learning_rate="$lr" --zero_shot_tokens=0 \
+            $PY finetune.py --init_from="$runs/${arm}_s$s/ckpt.pt" "${settings[@]}" \
+                --seeds=0,1,2,3,4 --pooling=mean --learning_rate="$lr" --zero_shot_tokens=0 \
                 --out="$runs/${task}_${arm}_s${s}_lr$lr.json" \
                 > "$runs/${task}_${arm}_s${s}_lr$lr.log" 2>&1
         done
