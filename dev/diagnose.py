@@ -3,8 +3,9 @@
     python dev/diagnose.py out-demo/ckpt.pt            # the pre-trained model
     python dev/diagnose.py out-demo/ckpt.pt scratch    # the same architecture, random weights
     python dev/diagnose.py out-demo/ckpt.pt labels=300 seed=1   # fine-tuning's 300 passages
+    python dev/diagnose.py out-demo/ckpt.pt task=lines labels=5000   # shakespeare_lines' pairs
 
-The probes learn from 2,000 training passages and are scored on dev. With labels=N they learn from
+The probes learn from 2,000 training passages (shakespeare_works; task=lines: line pairs) and are scored on dev. With labels=N they learn from
 the N passages that `finetune.py --max_train_samples=N --seeds=S` fine-tunes on for seed=S (random
 weights: the draw fine-tuning's seed S starts from), and the final mean-pooled probe is scored on
 test as well: its settings are fixed here, nothing is chosen on test.
@@ -37,7 +38,8 @@ if scratch:  # fine-tuning's own draw for this seed
     enc = FT.starting_encoder(enc, True, seed)
 enc.eval()
 
-task = FT.shakespeare_works_task(400)
+task = (FT.shakespeare_lines_task() if opts.get('task') == 'lines'
+        else FT.shakespeare_works_task(400))
 if labels:
     train = [task.train[i] for i in FT.labelled_subset(len(task.train), labels, seed)]
 else:

@@ -3,9 +3,12 @@ A run's full-space val loss read three ways, on the evaluation batches train.py 
 batches for every run of a seed): as train.py logs it; with every token train never holds folded
 into one class (its probabilities summed), so that rows no arm ever trained on do not weigh; and
 over the targets train holds only. Also the share of targets train never holds and their mean loss.
-One JSON line per checkpoint (docs/curriculum.md's staged grow).
+One JSON line per checkpoint (docs/curriculum.md's staged grow). With --split=train the same read
+on windows of the text the run trained on: the gap between the two says how much of a run's loss is
+memorised text rather than what carries to new text.
 
     python dev/val_loss_split.py out-a/ckpt.pt out-b/ckpt.pt > val_loss_split.jsonl
+    python dev/val_loss_split.py --split=train out-a/ckpt.pt out-b/ckpt.pt
 """
 import json
 import os
@@ -21,7 +24,7 @@ from model import IGNORE_INDEX  # noqa: E402
 
 
 @torch.no_grad()
-def split_losses(source: str) -> dict:
+def split_losses(source: str, split: str = 'val') -> dict:
     ckpt = load_checkpoint(source)
     config, meta = ckpt['config'], ckpt['dataset_meta']
     data_dir = os.path.join(config['data_root'], config['dataset'])
@@ -34,7 +37,7 @@ def split_losses(source: str) -> dict:
     unseen_nll = []
     for k in range(config['eval_iters']):
         x, y, documents = masked_batch(
-            shard_paths(data_dir, 'val', meta), meta, shape, TokenSpace(meta, 'cpu'), None, rate,
+            shard_paths(data_dir, split, meta), meta, shape, TokenSpace(meta, 'cpu'), None, rate,
             (config['mask_token_prob'], config['random_token_prob']),
             seed_for(config['seed'], EVAL_BATCHES, 1, k), 'cpu', config['pack_documents'])
         logits, _ = model(x, labels=y, document_ids=documents)
@@ -49,11 +52,17 @@ def split_losses(source: str) -> dict:
         unseen_nll.append(nll[~held])
     loss, folded, n, held_loss, held_n = sums.tolist()
     unseen_nll = torch.cat(unseen_nll)
-    return dict(ckpt=source, iter=ckpt['iter_num'], val_loss=loss / n, folded=folded / n,
+    return dict(ckpt=source, split=split, iter=ckpt['iter_num'], val_loss=loss / n, folded=folded / n,
                 held=held_loss / held_n, unseen_share=1 - held_n / n,
                 unseen_loss=float(unseen_nll.mean()) if len(unseen_nll) else None)
 
 
 if __name__ == '__main__':
-    for path in sys.argv[1:]:
-        print(json.dumps(split_losses(path)), flush=True)
+    args = sys.argv[1:]
+    split = 'val'
+    if args and args[0].startswith('--split='):
+        split = args.pop(0).removeprefix('--split=')
+    if split not in ('train', 'val'):
+        sys.exit(f"--split={split}: the split is 'train' or 'val'")
+    for path in args:
+        print(json.dumps(split_losses(path, split)), flush=True)

@@ -7,6 +7,8 @@ over the ten the mean, its 95% t-interval and the goal's verdict; beside it the 
 sessions' means.
 
     python assets/curriculum_budget/staged_vs_full/readings.py > readings.txt
+    python assets/curriculum_budget/staged_vs_full/readings.py <folder> <arm>   # another study of
+        # run.sh's (CONFIG=... ARM=<arm> HERE=<folder>): its curriculum arm against the full vocabulary
 """
 import glob
 import json
@@ -19,9 +21,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'dev'))
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 PLANNED = 10
-ARMS = ('staged', 'full')
+ARMS = (sys.argv[2] if len(sys.argv) > 2 else 'staged', 'full')
 RATES = {'lines': ('0.0003333333333333333', '1e-3'), 'works': ('1e-3', '3e-3', '9e-3')}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
@@ -45,9 +47,9 @@ def void(seed: str) -> str | None:
         with open(os.path.join(HERE, f'{arm}_s{seed}.log')) as f:
             if not re.search(r'saved \S+ckpt\.pt\s*$', f.read()):
                 return f'the {arm} log does not end with its final save'
-    ops = [r['op'] for r in read(f'staged_s{seed}.jsonl') if 'op' in r]
+    ops = [r['op'] for r in read(f'{ARMS[0]}_s{seed}.jsonl') if 'op' in r]
     if not ops or ops[-1] != 'disable_vocab_remapping':
-        return 'the staged run did not end in the full vocabulary'
+        return f'the {ARMS[0]} run did not end in the full vocabulary'
     return None
 
 
@@ -109,9 +111,9 @@ def main() -> None:
     for seed, _ in valid:
         rows = {arm: row(seed, arm, rates) for arm in ARMS}
         for name in diffs:
-            diffs[name].append(rows['staged'][name] - rows['full'][name])
+            diffs[name].append(rows[ARMS[0]][name] - rows['full'][name])
         print(f'seed {seed}: ' + '; '.join(
-            f"{name} {rows['staged'][name]:.4f} - {rows['full'][name]:.4f} = {d[-1]:+.4f}"
+            f"{name} {rows[ARMS[0]][name]:.4f} - {rows['full'][name]:.4f} = {d[-1]:+.4f}"
             for name, d in diffs.items()))
     sessions = sorted({session for _, session in valid})
     for name, better in {**GOAL, **DESCRIPTIVE}.items():
@@ -126,7 +128,7 @@ def main() -> None:
             verdict = '; the goal ' + ('met' if met else 'not met') + ('; ahead' if ahead else '')
         per_session = np.array([np.mean([d for d, (_, s) in zip(values, valid) if s == session])
                                 for session in sessions])
-        print(f'staged - full over {PLANNED} seeds, {name}: {t_interval(values)}{verdict}; over '
+        print(f'{ARMS[0]} - full over {PLANNED} seeds, {name}: {t_interval(values)}{verdict}; over '
               f'the {len(sessions)} sessions\' means {t_interval(per_session)}')
 
 

@@ -5,11 +5,15 @@
 # process per arm), zero-shot scores and the val loss split; each seed's raw files are copied
 # here as soon as they exist.
 #   bash assets/curriculum_budget/staged_vs_full/run.sh <runs folder> <seed>...
-# (SESSION=<id> files the seeds under an earlier invocation's session, session_s<seed>.txt)
+# (SESSION=<id> files the seeds under an earlier invocation's session, session_s<seed>.txt; another
+# study runs another curriculum config under another arm name into its own folder through
+# CONFIG=<config> ARM=<name> HERE=<folder>, as ../onegrow_vs_full/run.sh does)
 set -euo pipefail
 runs=$1
 shift
-here=assets/curriculum_budget/staged_vs_full
+here=${HERE:-assets/curriculum_budget/staged_vs_full}
+config=${CONFIG:-config/demo_staged_cpu.py}
+cur=${ARM:-staged}
 mkdir -p "$runs"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
@@ -38,8 +42,8 @@ for s in "$@"; do
         > "$runs/loadavg_s$s.txt" &
     load=$!
     echo "$session" > "$runs/session_s$s.txt"
-    $PY train.py config/demo_staged_cpu.py --time_budget=2700 --seed="$s" \
-        --out_dir="$runs/staged_s$s" > "$runs/staged_s$s.log" 2>&1 &
+    $PY train.py "$config" --time_budget=2700 --seed="$s" \
+        --out_dir="$runs/${cur}_s$s" > "$runs/${cur}_s$s.log" 2>&1 &
     one=$!
     $PY train.py config/demo_cpu.py --time_budget=2700 --eval_interval=250 --seed="$s" \
         --out_dir="$runs/full_s$s" > "$runs/full_s$s.log" 2>&1 &
@@ -49,18 +53,18 @@ for s in "$@"; do
     ok=1
     wait $one || ok=0
     wait $two || ok=0
-    cp "$runs"/{staged_s$s.log,full_s$s.log,loadavg_s$s.txt,session_s$s.txt} "$here/"
-    for arm in staged full; do
+    cp "$runs"/{${cur}_s$s.log,full_s$s.log,loadavg_s$s.txt,session_s$s.txt} "$here/"
+    for arm in "$cur" full; do
         if [ -f "$runs/${arm}_s$s/metrics.jsonl" ]; then
             cp "$runs/${arm}_s$s/metrics.jsonl" "$here/${arm}_s$s.jsonl"
         fi
     done
     [ $ok = 1 ] || { echo "seed $s: an arm failed, no fine-tuning (void by its log)"; continue; }
-    finetune "$s" staged & one=$!
+    finetune "$s" "$cur" & one=$!
     finetune "$s" full & two=$!
     wait $one
     wait $two
-    ckpts=("$runs/staged_s$s/ckpt.pt" "$runs/full_s$s/ckpt.pt")
+    ckpts=("$runs/${cur}_s$s/ckpt.pt" "$runs/full_s$s/ckpt.pt")
     $PY dev/zero_shot.py "${ckpts[@]}" > "$runs/zero_shot_s$s.jsonl" & one=$!
     $PY dev/val_loss_split.py "${ckpts[@]}" > "$runs/val_loss_split_s$s.jsonl" & two=$!
     wait $one
