@@ -5,10 +5,11 @@
     python dev/diagnose.py out-demo/ckpt.pt labels=300 seed=1   # fine-tuning's 300 passages
     python dev/diagnose.py out-demo/ckpt.pt task=lines labels=5000   # shakespeare_lines' pairs
 
-The probes learn from 2,000 training passages (shakespeare_works; task=lines: line pairs) and are scored on dev. With labels=N they learn from
-the N passages that `finetune.py --max_train_samples=N --seeds=S` fine-tunes on for seed=S (random
-weights: the draw fine-tuning's seed S starts from), and the final mean-pooled probe is scored on
-test as well: its settings are fixed here, nothing is chosen on test.
+The probes learn from 2,000 training passages (shakespeare_works; task=lines: line pairs) and
+are scored on dev. With labels=N they learn from the N examples that `finetune.py
+--max_train_samples=N --seeds=S` fine-tunes on for seed=S (random weights: the draw fine-tuning's
+seed S starts from), and the final mean-pooled probe is scored on test as well: its settings are
+fixed here, nothing is chosen on test.
 """
 import math
 import sys

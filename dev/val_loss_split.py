@@ -52,8 +52,8 @@ def split_losses(source: str, split: str = 'val') -> dict:
         unseen_nll.append(nll[~held])
     loss, folded, n, held_loss, held_n = sums.tolist()
     unseen_nll = torch.cat(unseen_nll)
-    return dict(ckpt=source, split=split, iter=ckpt['iter_num'], val_loss=loss / n, folded=folded / n,
-                held=held_loss / held_n, unseen_share=1 - held_n / n,
+    return dict(ckpt=source, split=split, iter=ckpt['iter_num'], val_loss=loss / n,
+                folded=folded / n, held=held_loss / held_n, unseen_share=1 - held_n / n,
                 unseen_loss=float(unseen_nll.mean()) if len(unseen_nll) else None)
 
 

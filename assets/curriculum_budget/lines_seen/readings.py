@@ -1,8 +1,9 @@
-"""PLAN.md's readings: each fine-tuning run's accuracy on the seen pairs (the first 3,000 of the test
-file, text pre-training read) and on the held-out test pairs, read from run.sh's cache through the
-`*.cached.log` files copied here; per checkpoint the mean over fine-tuning seeds, staged - full on
-each part with its 95% t-interval over the pre-training seeds, and the difference of the two; then
-each checkpoint's MLM loss on the training text against its val loss (over the targets train holds).
+"""PLAN.md's readings: each fine-tuning run's accuracy on the seen pairs (the first 3,000 of the
+test file, text pre-training read) and on the held-out test pairs, read from run.sh's cache through
+the `*.cached.log` files copied here; per checkpoint the mean over fine-tuning seeds, staged - full
+on each part with its 95% t-interval over the pre-training seeds, and the difference of the two;
+then each checkpoint's MLM loss on the training text against its val loss (over the targets train
+holds).
 
     python assets/curriculum_budget/lines_seen/readings.py <runs folder> > readings.txt
 """

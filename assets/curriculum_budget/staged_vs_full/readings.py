@@ -7,8 +7,8 @@ over the ten the mean, its 95% t-interval and the goal's verdict; beside it the 
 sessions' means.
 
     python assets/curriculum_budget/staged_vs_full/readings.py > readings.txt
-    python assets/curriculum_budget/staged_vs_full/readings.py <folder> <arm>   # another study of
-        # run.sh's (CONFIG=... ARM=<arm> HERE=<folder>): its curriculum arm against the full vocabulary
+    python assets/curriculum_budget/staged_vs_full/readings.py <folder> <arm>
+        # another study of run.sh's (CONFIG=... ARM=<arm> HERE=<folder>): its curriculum arm
 """
 import glob
 import json
