@@ -1,8 +1,9 @@
-"""PLAN.md's readings: shakespeare_lines with the head trained first against the study's plain
-fine-tuning at the same rate, checkpoints and fine-tuning seeds (0 to 2), per checkpoint and over
-the four pre-training seeds with 95% t-intervals.
+"""PLAN.md's readings: shakespeare_lines in a fine-tuning setting (the head trained first, or
+longer) against the study's plain fine-tuning at the same rate, checkpoints and fine-tuning seeds
+(0 to 2), per checkpoint and over the four pre-training seeds with 95% t-intervals.
 
     python assets/curriculum_budget/lines_lpft/readings.py > readings.txt
+    python assets/curriculum_budget/lines_lpft/readings.py <folder>   # another setting's runs
 """
 import json
 import os
@@ -13,8 +14,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'dev'))
 from domain_arms_summary import t_interval  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-STUDY = os.path.join(HERE, '..', 'staged_vs_full')
+HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+STUDY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'staged_vs_full')
 SEEDS = ('1356', '1357', '1358', '1359')
 ARMS = ('staged', 'full')
 
@@ -29,7 +30,7 @@ def accuracies(path: str, n: int = 3) -> float:
 
 def main() -> None:
     first, plain = {}, {}
-    print('checkpoint: head first, plain (mean of fine-tuning seeds 0-2), change')
+    print('checkpoint: the setting, plain (mean of fine-tuning seeds 0-2), change')
     for arm in ARMS:
         first[arm] = np.array([accuracies(os.path.join(HERE, f'lines_{arm}_s{s}.json'))
                                for s in SEEDS])
@@ -39,10 +40,10 @@ def main() -> None:
             print(f'  {arm:7s} {s}  {a:.4f}  {b:.4f}  {a - b:+.4f}')
     change = {arm: first[arm] - plain[arm] for arm in ARMS}
     print('over the four pre-training seeds, mean (95% t-interval):')
-    print(f"  staged - full, head first: {t_interval(first['staged'] - first['full'], '+.4f')}")
+    print(f"  staged - full, setting:    {t_interval(first['staged'] - first['full'], '+.4f')}")
     print(f"  staged - full, plain:      {t_interval(plain['staged'] - plain['full'], '+.4f')}")
     for arm in ARMS:
-        print(f'  {arm} change, head first - plain: {t_interval(change[arm], "+.4f")}')
+        print(f'  {arm} change, setting - plain: {t_interval(change[arm], "+.4f")}')
     print(f"  difference of the changes, staged - full: "
           f"{t_interval(change['staged'] - change['full'], '+.4f')}")
 
