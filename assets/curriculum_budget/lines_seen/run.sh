@@ -43,4 +43,5 @@ arm staged & one=$!
 arm full & two=$!
 wait $one
 wait $two
-cp "$runs"/{staged,full}.{json,log} "$runs"/{staged,full}.cached.log "$runs"/train_loss_*.jsonl "$here/"
+cp "$runs"/{staged,full}.{json,log} "$runs"/{staged,full}.cached.log "$runs"/train_loss_*.jsonl \
+    "$here/"
