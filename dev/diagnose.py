@@ -135,7 +135,7 @@ entropies.clear()
 Fva = features(ids_va)
 H = enc.config.hidden_size
 names = ['emb'] + [f'L{i}' for i in range(n_layers)] + ['final']
-print(f"{path} {'SCRATCH' if scratch else ''}")
+print(f"{path} {task.name} {'SCRATCH' if scratch else ''}")
 for i, name in enumerate(names):
     mean_tr, cls_tr = Ftr[i, :, :H], Ftr[i, :, H:]
     mean_va, cls_va = Fva[i, :, :H], Fva[i, :, H:]

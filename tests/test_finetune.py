@@ -577,6 +577,25 @@ def test_frozen_probes_on_finetunings_labels_gather_by_arm(ckpt, tmp_path):
     assert float(m[3]) < paired.mean() < float(m[4])  # two label seeds: a t-interval with 1 df
 
 
+def test_diagnose_probes_line_pairs_and_val_loss_split_reads_train_text(ckpt):
+    """dev/diagnose.py task=lines probes shakespeare_lines' pairs (scored on its test pairs too);
+    dev/val_loss_split.py --split=train reads the same checkpoint on train text, and a split
+    it does not know gets one line and a non-zero exit."""
+    out = run_script('dev/diagnose.py', ckpt, 'task=lines', 'labels=40', 'seed=0').stdout
+    assert out.splitlines()[0].split()[:2] == [ckpt, 'shakespeare_lines']
+    line = next(x for x in out.splitlines() if x.startswith('final probe mean'))
+    assert line.startswith('final probe mean, 40 labels, seed 0: dev ')
+    assert 0 < float(line.rsplit(' ', 1)[1]) < 1
+    reads = {split: json.loads(run_script('dev/val_loss_split.py', *args, ckpt).stdout)
+             for split, args in (('val', ()), ('train', ('--split=train',)))}
+    assert reads['train']['split'] == 'train' and reads['val']['split'] == 'val'
+    assert reads['train']['unseen_share'] == 0  # train holds every token of its own text
+    assert reads['train']['val_loss'] != reads['val']['val_loss'] > 0
+    bad = run_script('dev/val_loss_split.py', '--split=test', ckpt, check=False)
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines() == [
+        "--split=test: the split is 'train' or 'val'"]
+
+
 def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
     """dev/swap_parts.py: 'embedding' draws the token rows afresh and keeps the rest; 'body' keeps
     the rows and draws the rest (the LayerNorm after the rows included); the tied decoder follows

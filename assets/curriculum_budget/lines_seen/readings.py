@@ -23,7 +23,7 @@ SEEN = 3000
 ARMS = ('staged', 'full')
 
 
-def runs_of(arm: str) -> dict:
+def runs_of(runs: str, arm: str) -> dict:
     """{pre-training seed: [(fine-tuning seed, seen accuracy, held-out accuracy)]} of an arm."""
     with open(os.path.join(runs, 'test.jsonl')) as f:
         gold = np.array([json.loads(line)['label'] == 'next' for line in f])  # 'next' sorts 2nd
@@ -42,8 +42,8 @@ def runs_of(arm: str) -> dict:
     return out
 
 
-def main() -> None:
-    arms = {arm: runs_of(arm) for arm in ARMS}
+def main(runs: str) -> None:
+    arms = {arm: runs_of(runs, arm) for arm in ARMS}
     print('run: arm, pre-training seed, fine-tuning seed, seen accuracy, held-out accuracy')
     for arm, by_seed in arms.items():
         for s, rows in sorted(by_seed.items()):
@@ -81,5 +81,4 @@ def main() -> None:
 
 
 if __name__ == '__main__':
-    runs = sys.argv[1]
-    main()
+    main(sys.argv[1])
