@@ -14,8 +14,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'dev'))
 from domain_arms_summary import t_interval  # noqa: E402
 
-HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-STUDY = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'staged_vs_full')
+SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+HERE = sys.argv[1] if len(sys.argv) > 1 else SCRIPT_DIR
+STUDY = os.path.join(SCRIPT_DIR, '..', 'staged_vs_full')
 SEEDS = ('1356', '1357', '1358', '1359')
 ARMS = ('staged', 'full')
 
@@ -29,18 +30,18 @@ def accuracies(path: str, n: int = 3) -> float:
 
 
 def main() -> None:
-    first, plain = {}, {}
+    setting, plain = {}, {}
     print('checkpoint: the setting, plain (mean of fine-tuning seeds 0-2), change')
     for arm in ARMS:
-        first[arm] = np.array([accuracies(os.path.join(HERE, f'lines_{arm}_s{s}.json'))
+        setting[arm] = np.array([accuracies(os.path.join(HERE, f'lines_{arm}_s{s}.json'))
                                for s in SEEDS])
         plain[arm] = np.array([accuracies(os.path.join(
             STUDY, f'lines_{arm}_s{s}_lr0.0003333333333333333.json')) for s in SEEDS])
-        for s, a, b in zip(SEEDS, first[arm], plain[arm]):
+        for s, a, b in zip(SEEDS, setting[arm], plain[arm]):
             print(f'  {arm:7s} {s}  {a:.4f}  {b:.4f}  {a - b:+.4f}')
-    change = {arm: first[arm] - plain[arm] for arm in ARMS}
+    change = {arm: setting[arm] - plain[arm] for arm in ARMS}
     print('over the four pre-training seeds, mean (95% t-interval):')
-    print(f"  staged - full, setting:    {t_interval(first['staged'] - first['full'], '+.4f')}")
+    print(f"  staged - full, setting:    {t_interval(setting['staged'] - setting['full'], '+.4f')}")
     print(f"  staged - full, plain:      {t_interval(plain['staged'] - plain['full'], '+.4f')}")
     for arm in ARMS:
         print(f'  {arm} change, setting - plain: {t_interval(change[arm], "+.4f")}')
