@@ -34,7 +34,7 @@ def main() -> None:
     print('checkpoint: the setting, plain (mean of fine-tuning seeds 0-2), change')
     for arm in ARMS:
         setting[arm] = np.array([accuracies(os.path.join(HERE, f'lines_{arm}_s{s}.json'))
-                               for s in SEEDS])
+                                 for s in SEEDS])
         plain[arm] = np.array([accuracies(os.path.join(
             STUDY, f'lines_{arm}_s{s}_lr0.0003333333333333333.json')) for s in SEEDS])
         for s, a, b in zip(SEEDS, setting[arm], plain[arm]):
