@@ -1,7 +1,8 @@
 """The size of the ten-seed study's checkpoints' weights (exploratory, beside PLAN.md): per
-checkpoint the RMS of the layers' matrices (mean over them) and their largest spectral norm, per arm
-over the ten seeds, and curriculum - full with a 95% t-interval; the staged study's models had about
-twice the full ones' RMS (docs/curriculum.md), a candidate for fine-tuning doing less with them.
+checkpoint the RMS of the layers' matrices (mean over them) and their largest spectral norm, then
+per arm over the ten seeds, and curriculum - full with a 95% t-interval; the staged study's models
+had about twice the full ones' RMS (docs/curriculum.md), a candidate for fine-tuning doing less
+with them.
 
     python assets/curriculum_budget/onegrow_lines_rate/weights.py <runs folder> > weights.txt
 """
@@ -30,6 +31,8 @@ def main() -> None:
     got = {a: np.array([sizes(os.path.join(sys.argv[1], f'{a}_s{s}', 'ckpt.pt')) for s in SEEDS])
            for a in ARMS}
     for a in ARMS:
+        print(f'{a}, per seed (RMS, spectral norm): ' + ', '.join(
+            f'{s} {r:.3f} {n:.1f}' for s, (r, n) in zip(SEEDS, got[a])))
         print(f'{a}: layer-matrix RMS {t_interval(got[a][:, 0], ".3f")}, '
               f'largest spectral norm {t_interval(got[a][:, 1], ".1f")}')
     d = got['curriculum'] - got['full']
