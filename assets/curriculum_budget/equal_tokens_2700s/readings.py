@@ -45,8 +45,9 @@ def main() -> None:
             it, val = last_eval(os.path.join(raw, f'{arm}_s{s}.jsonl'))
             ckpt = os.path.join(ckpts, f'{arm}_s{s}', 'ckpt.pt')
             got[arm] = lines(raw, arm, s, '1e-3', ckpt)
-            if arm == 'full_equal':
-                eq = {r: eq[r] + [lines(raw, arm, s, r, ckpt)] for r in RATES}
+            for r in RATES if arm == 'full_equal' else ():
+                if os.path.exists(os.path.join(raw, f'lines_{arm}_s{s}_lr{r}.json')):
+                    eq[r].append(lines(raw, arm, s, r, ckpt))
             if arm == 'curriculum':
                 iters = it
             rms, _ = sizes(ckpt)
@@ -65,6 +66,9 @@ def main() -> None:
           f'({gap - half:+.3f} to {gap + half:+.3f}, fine-tuning noise only)')
     print(f'PLAN.md rule: many steps cost lines in the full vocabulary too: {gap + half < 0}; '
           f'part of the deficit is the curriculum\'s own: {gap - half > DEFICIT}')
+    if any(len(eq[r]) < len(SEEDS) for r in RATES):
+        print('equal-token full at 3.3e-4: not every run has finished; no dev choice')
+        return
     dev = {r: np.mean([e['dev'] for e in eq[r]]) for r in RATES}
     pick = max(RATES, key=dev.get)
     print('equal-token full, dev by rate: ' + ', '.join(f'{r} {d:.3f}' for r, d in dev.items())
