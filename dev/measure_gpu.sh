@@ -17,8 +17,8 @@ shift
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 HF_HUB_OFFLINE=1 WANDB_MODE=disabled
 PY=${PYTHON:-python3}
-ALL=(preflight test_cuda budget train_gap bench_small bench_base bench_base8192 phases levers
-     curriculum)
+ALL=(preflight test_cuda budget train_gap bench_small bench_base bench_base8192 phases graphs
+     autotune curriculum)
 STEPS=("${@:-${ALL[@]}}")
 
 stamp() {  # each line of the log with the time it came
@@ -126,12 +126,16 @@ bench_base8192() {
         xargs -r cp -t "$R/bench_base8192_kernels/" 2>/dev/null
 }
 
-# ModernBERT-small at T 1,024 compiled with CUDA graphs and with autotuned kernels, against HF best
-levers() {
-    run levers 480 $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 --shrunk_vocab=0 \
-        --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
-        --compile_modes=reduce-overhead,max-autotune-no-cudagraphs --out="$R/levers.json"
+# ModernBERT-small at T 1,024 compiled with CUDA graphs, and with autotuned kernels, against HF
+# best: one bench run each, since bench.py compiles every variant in its first round and
+# max-autotune alone took over 4 minutes on an H200 (assets/gpu/h200-levers)
+lever() {  # lever NAME SECONDS MODE
+    run "$1" "$2" $PY bench.py --shapes=small --block_sizes=1024 --batch_size=64 \
+        --shrunk_vocab=0 --hf=best --eager=False --attns=flex --optimizer_name=stable_adamw \
+        --compile_modes="$3" --out="$R/$1.json"
 }
+graphs() { lever graphs 330 reduce-overhead; }
+autotune() { lever autotune 570 max-autotune-no-cudagraphs; }
 
 phases() {  # the recipe's phases moved early: one compile per new shape, and steps at 8,192 tokens
     # (one batch-size change: each costs a training and an evaluation compile, about 100 s on an
