@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'de
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-PLANNED = 10
+PLANNED = int(os.environ.get('PLANNED', 10))  # another study's size: PLANNED=<n>
 ARMS = (sys.argv[2] if len(sys.argv) > 2 else 'staged', 'full')
 RATES = {'lines': ('0.0003333333333333333', '1e-3'), 'works': ('1e-3', '3e-3', '9e-3')}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against

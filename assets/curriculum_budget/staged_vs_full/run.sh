@@ -7,13 +7,15 @@
 #   bash assets/curriculum_budget/staged_vs_full/run.sh <runs folder> <seed>...
 # (SESSION=<id> files the seeds under an earlier invocation's session, session_s<seed>.txt; another
 # study runs another curriculum config under another arm name into its own folder through
-# CONFIG=<config> ARM=<name> HERE=<folder>, as ../onegrow_vs_full/run.sh does)
+# CONFIG=<config> ARM=<name> HERE=<folder>, as ../onegrow_vs_full/run.sh does, and on another budget
+# with BUDGET=<seconds> FT_SEEDS=<fine-tuning seeds>, as ../onegrow_900s/run.sh does)
 set -euo pipefail
 runs=$1
 shift
 here=${HERE:-assets/curriculum_budget/staged_vs_full}
 config=${CONFIG:-config/demo_staged_cpu.py}
 cur=${ARM:-staged}
+budget=${BUDGET:-2700}
 mkdir -p "$runs"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
@@ -28,7 +30,8 @@ finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on o
         local -n settings=$task rates=${task}_rates
         for lr in $rates; do
             $PY finetune.py --init_from="$runs/${arm}_s$s/ckpt.pt" "${settings[@]}" \
-                --seeds=0,1,2,3,4 --pooling=mean --learning_rate="$lr" --zero_shot_tokens=0 \
+                --seeds="${FT_SEEDS:-0,1,2,3,4}" --pooling=mean --learning_rate="$lr" \
+                --zero_shot_tokens=0 \
                 --out="$runs/${task}_${arm}_s${s}_lr$lr.json" \
                 > "$runs/${task}_${arm}_s${s}_lr$lr.log" 2>&1
         done
@@ -42,10 +45,10 @@ for s in "$@"; do
         > "$runs/loadavg_s$s.txt" &
     load=$!
     echo "$session" > "$runs/session_s$s.txt"
-    $PY train.py "$config" --time_budget=2700 --seed="$s" \
+    $PY train.py "$config" --time_budget="$budget" --seed="$s" \
         --out_dir="$runs/${cur}_s$s" > "$runs/${cur}_s$s.log" 2>&1 &
     one=$!
-    $PY train.py config/demo_cpu.py --time_budget=2700 --eval_interval=250 --seed="$s" \
+    $PY train.py config/demo_cpu.py --time_budget="$budget" --eval_interval=250 --seed="$s" \
         --out_dir="$runs/full_s$s" > "$runs/full_s$s.log" 2>&1 &
     two=$!
     wait -n $one $two || true
