@@ -22,9 +22,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'de
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-PLANNED = int(os.environ.get('PLANNED', 10))  # another study's size: PLANNED=<n>
+# another study of run.sh's sets its size, fine-tuning seeds, lines grid and budget (the goal's bars
+# are the 45-minute budget's; at another its readings are descriptive), as ../onegrow_900s does
+PLANNED = int(os.environ.get('PLANNED', 10))
+FT_SEEDS = len(os.environ.get('FT_SEEDS', '0,1,2,3,4').split(','))
+LINES_RATES = tuple(os.environ.get('LINES_RATES', '0.0003333333333333333 1e-3').split())
+BUDGET = int(os.environ.get('BUDGET', 2700))
 ARMS = (sys.argv[2] if len(sys.argv) > 2 else 'staged', 'full')
-RATES = {'lines': ('0.0003333333333333333', '1e-3'), 'works': ('1e-3', '3e-3', '9e-3')}
+RATES = {'lines': LINES_RATES, 'works': ('1e-3', '3e-3', '9e-3')}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
 GOAL = {'val loss': -1, 'shakespeare_lines': 1, 'shakespeare_works': 1}
@@ -65,7 +70,7 @@ def by_ckpt(name: str, arm: str, seed: str) -> dict:
 
 def finetuned(task: str, arm: str, seed: str, rate: str) -> dict:
     out = read(f'{task}_{arm}_s{seed}_lr{rate}.json')
-    assert out['held_out'] and len(out['per_seed']) == 5, f'{task} {arm} {seed} {rate}'
+    assert out['held_out'] and len(out['per_seed']) == FT_SEEDS, f'{task} {arm} {seed} {rate}'
     return dict(dev=out['dev'], test=float(np.mean([r['accuracy'] for r in out['per_seed']])))
 
 
@@ -98,7 +103,7 @@ def main() -> None:
         print(f'{len(valid)} of {PLANNED} valid seeds: no reading before all are in (PLAN.md)')
         return
     valid = valid[:PLANNED]
-    # each arm's rate on a task: the best mean over the ten checkpoints of their dev medians
+    # each arm's rate on a task: the best mean over the checkpoints of their dev medians
     rates = {}
     for arm in ARMS:
         for task, grid in RATES.items():
@@ -119,7 +124,7 @@ def main() -> None:
     for name, better in {**GOAL, **DESCRIPTIVE}.items():
         values = np.array(diffs[name])
         verdict = ''
-        if name in GOAL:
+        if name in GOAL and BUDGET == 2700:
             half = T975[PLANNED - 1] * values.std(ddof=1) / np.sqrt(PLANNED)
             low, high = values.mean() - half, values.mean() + half
             far, near = (low, high) if better > 0 else (high, low)
@@ -128,8 +133,10 @@ def main() -> None:
             verdict = '; the goal ' + ('met' if met else 'not met') + ('; ahead' if ahead else '')
         per_session = np.array([np.mean([d for d, (_, s) in zip(values, valid) if s == session])
                                 for session in sessions])
-        print(f'{ARMS[0]} - full over {PLANNED} seeds, {name}: {t_interval(values)}{verdict}; over '
-              f'the {len(sessions)} sessions\' means {t_interval(per_session)}')
+        over_sessions = (f'; over the {len(sessions)} sessions\' means {t_interval(per_session)}'
+                         if len(sessions) > 1 else '')
+        print(f'{ARMS[0]} - full over {PLANNED} seeds, {name}: {t_interval(values)}{verdict}'
+              + over_sessions)
 
 
 main()
