@@ -14,7 +14,8 @@ lines() {  # <arm> <seed>...
         .venv/bin/python finetune.py --init_from="$runs/${arm}_s$s/ckpt.pt" \
             --task=shakespeare_lines --max_train_samples=5000 --epochs=2 --seeds=0,1,2 \
             --pooling=mean --learning_rate=1e-4 --zero_shot_tokens=0 \
-            --out="$runs/lines_${arm}_s${s}_lr1e-4.json" > "$runs/lines_${arm}_s${s}_lr1e-4.log" 2>&1
+            --out="$runs/lines_${arm}_s${s}_lr1e-4.json" \
+            > "$runs/lines_${arm}_s${s}_lr1e-4.log" 2>&1
         cp "$runs/lines_${arm}_s${s}_lr1e-4".{json,log} "$here/"
     done
 }
