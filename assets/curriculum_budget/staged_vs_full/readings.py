@@ -22,18 +22,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'de
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-# another study of run.sh's sets its size, fine-tuning seeds, lines grid and budget (the goal's bars
-# are the 45-minute budget's; at another its readings are descriptive), as ../onegrow_900s does
+# another study of run.sh's sets its size, fine-tuning seeds, lines grid, budget and tasks (the goal's
+# bars are the 45-minute budget's at ten seeds; otherwise its readings are descriptive), as
+# ../onegrow_900s and ../early_decay_2700s do
 PLANNED = int(os.environ.get('PLANNED', 10))
 FT_SEEDS = len(os.environ.get('FT_SEEDS', '0,1,2,3,4').split(','))
 LINES_RATES = tuple(os.environ.get('LINES_RATES', '0.0003333333333333333 1e-3').split())
 BUDGET = int(os.environ.get('BUDGET', 2700))
 ARMS = (sys.argv[2] if len(sys.argv) > 2 else 'staged', 'full')
-RATES = {'lines': LINES_RATES, 'works': ('1e-3', '3e-3', '9e-3')}
+TASKS = os.environ.get('TASKS', 'lines works').split()
+RATES = {task: {'lines': LINES_RATES, 'works': ('1e-3', '3e-3', '9e-3')}[task] for task in TASKS}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
-GOAL = {'val loss': -1, 'shakespeare_lines': 1, 'shakespeare_works': 1}
-DESCRIPTIVE = {'folded val loss': -1, 'zero-shot accuracy': 1, 'pseudo-log-likelihood': 1}
+GOAL = {'val loss': -1, **{f'shakespeare_{task}': 1 for task in TASKS}}
+SCORES = os.environ.get('SCORES', '1') == '1'  # run.sh's zero-shot scores and val loss split
+DESCRIPTIVE = ({'folded val loss': -1, 'zero-shot accuracy': 1, 'pseudo-log-likelihood': 1}
+               if SCORES else {})
 
 
 def read(name: str):
@@ -75,13 +79,15 @@ def finetuned(task: str, arm: str, seed: str, rate: str) -> dict:
 
 
 def row(seed: str, arm: str, rates: dict) -> dict:
-    zero_shot = by_ckpt(f'zero_shot_s{seed}.jsonl', arm, seed)
-    return {'val loss': last_eval(seed, arm)['val_loss'],
-            'folded val loss': by_ckpt(f'val_loss_split_s{seed}.jsonl', arm, seed)['folded'],
-            'zero-shot accuracy': zero_shot['masked_accuracy'],
-            'pseudo-log-likelihood': zero_shot['pseudo_log_likelihood'],
-            **{f'shakespeare_{task}': finetuned(task, arm, seed, rates[arm, task])['test']
-               for task in RATES}}
+    out = {'val loss': last_eval(seed, arm)['val_loss'],
+           **{f'shakespeare_{task}': finetuned(task, arm, seed, rates[arm, task])['test']
+              for task in RATES}}
+    if SCORES:
+        zero_shot = by_ckpt(f'zero_shot_s{seed}.jsonl', arm, seed)
+        out.update({'folded val loss': by_ckpt(f'val_loss_split_s{seed}.jsonl', arm, seed)['folded'],
+                    'zero-shot accuracy': zero_shot['masked_accuracy'],
+                    'pseudo-log-likelihood': zero_shot['pseudo_log_likelihood']})
+    return out
 
 
 def main() -> None:
@@ -124,7 +130,7 @@ def main() -> None:
     for name, better in {**GOAL, **DESCRIPTIVE}.items():
         values = np.array(diffs[name])
         verdict = ''
-        if name in GOAL and BUDGET == 2700:
+        if name in GOAL and BUDGET == 2700 and PLANNED >= 10:
             half = T975[PLANNED - 1] * values.std(ddof=1) / np.sqrt(PLANNED)
             low, high = values.mean() - half, values.mean() + half
             far, near = (low, high) if better > 0 else (high, low)

@@ -8,7 +8,9 @@
 # (SESSION=<id> files the seeds under an earlier invocation's session, session_s<seed>.txt; another
 # study runs another curriculum config under another arm name into its own folder through
 # CONFIG=<config> ARM=<name> HERE=<folder>, as ../onegrow_vs_full/run.sh does, and on another budget
-# with BUDGET=<seconds> FT_SEEDS=<fine-tuning seeds>, as ../onegrow_900s/run.sh does)
+# with BUDGET=<seconds> FT_SEEDS=<fine-tuning seeds>, as ../onegrow_900s/run.sh does; TASKS=lines
+# fine-tunes on lines alone, LINES_RATES=<rates> sets its grid and SCORES=0 leaves out the zero-shot
+# scores and the val loss split, as ../early_decay_2700s/run.sh does)
 set -euo pipefail
 runs=$1
 shift
@@ -22,11 +24,11 @@ PY=${PY:-.venv/bin/python}
 # docs/finetune.md's settings; each arm's rate is chosen on dev over all seeds (PLAN.md)
 lines=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
 works=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
-lines_rates="0.0003333333333333333 1e-3"
+lines_rates=${LINES_RATES:-"0.0003333333333333333 1e-3"}
 works_rates="1e-3 3e-3 9e-3"
 finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on one core
     local s=$1 arm=$2 lr task
-    for task in lines works; do
+    for task in ${TASKS:-lines works}; do
         local -n settings=$task rates=${task}_rates
         for lr in $rates; do
             $PY finetune.py --init_from="$runs/${arm}_s$s/ckpt.pt" "${settings[@]}" \
@@ -67,10 +69,12 @@ for s in "$@"; do
     finetune "$s" full & two=$!
     wait $one
     wait $two
+    cp "$runs"/*_s"$s"_lr*.json "$runs"/*_s"$s"_lr*.log "$here/"
+    [ "${SCORES:-1}" = 1 ] || continue
     ckpts=("$runs/${cur}_s$s/ckpt.pt" "$runs/full_s$s/ckpt.pt")
     $PY dev/zero_shot.py "${ckpts[@]}" > "$runs/zero_shot_s$s.jsonl" & one=$!
     $PY dev/val_loss_split.py "${ckpts[@]}" > "$runs/val_loss_split_s$s.jsonl" & two=$!
     wait $one
     wait $two
-    cp "$runs"/*_s"$s"_lr*.json "$runs"/*_s"$s"_lr*.log "$runs"/*_s"$s".jsonl "$here/"
+    cp "$runs"/*_s"$s".jsonl "$here/"
 done
