@@ -10,13 +10,17 @@
 # CONFIG=<config> ARM=<name> HERE=<folder>, as ../onegrow_vs_full/run.sh does, and on another budget
 # with BUDGET=<seconds> FT_SEEDS=<fine-tuning seeds>, as ../onegrow_900s/run.sh does; TASKS=lines
 # fine-tunes on lines alone, LINES_RATES=<rates> sets its grid and SCORES=0 leaves out the zero-shot
-# scores and the val loss split, as ../early_decay_2700s/run.sh does)
+# scores and the val loss split, as ../early_decay_2700s/run.sh does; REF=<name>
+# REF_CONFIG=<config> pairs it with another arm than the full vocabulary, and PRETRAINED=1
+# fine-tunes a pair already trained into the runs folder, as ../early_decay_2700s/second.sh does)
 set -euo pipefail
 runs=$1
 shift
 here=${HERE:-assets/curriculum_budget/staged_vs_full}
 config=${CONFIG:-config/demo_staged_cpu.py}
 cur=${ARM:-staged}
+ref=${REF:-full}  # the other arm, config/demo_cpu.py unless REF_CONFIG names another
+ref_config=${REF_CONFIG:-config/demo_cpu.py}
 budget=${BUDGET:-2700}
 mkdir -p "$runs"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
@@ -43,35 +47,37 @@ session=${SESSION:-$(date +%FT%H:%M)}  # for the plan's interval over sessions
 one= two= load=
 trap 'kill $one $two $load 2>/dev/null || true' EXIT
 for s in "$@"; do
-    while true; do echo "$(date +%T) $(cut -d' ' -f1 /proc/loadavg)"; sleep 60; done \
-        > "$runs/loadavg_s$s.txt" &
-    load=$!
-    echo "$session" > "$runs/session_s$s.txt"
-    $PY train.py "$config" --time_budget="$budget" --seed="$s" \
-        --out_dir="$runs/${cur}_s$s" > "$runs/${cur}_s$s.log" 2>&1 &
-    one=$!
-    $PY train.py config/demo_cpu.py --time_budget="$budget" --eval_interval=250 --seed="$s" \
-        --out_dir="$runs/full_s$s" > "$runs/full_s$s.log" 2>&1 &
-    two=$!
-    wait -n $one $two || true
-    kill $load  # the load window ends when the first arm does: the other then runs alone
     ok=1
-    wait $one || ok=0
-    wait $two || ok=0
-    cp "$runs"/{${cur}_s$s.log,full_s$s.log,loadavg_s$s.txt,session_s$s.txt} "$here/"
-    for arm in "$cur" full; do
+    if [ "${PRETRAINED:-0}" != 1 ]; then
+        while true; do echo "$(date +%T) $(cut -d' ' -f1 /proc/loadavg)"; sleep 60; done \
+            > "$runs/loadavg_s$s.txt" &
+        load=$!
+        echo "$session" > "$runs/session_s$s.txt"
+        $PY train.py "$config" --time_budget="$budget" --seed="$s" \
+            --out_dir="$runs/${cur}_s$s" > "$runs/${cur}_s$s.log" 2>&1 &
+        one=$!
+        $PY train.py "$ref_config" --time_budget="$budget" --eval_interval=250 --seed="$s" \
+            --out_dir="$runs/${ref}_s$s" > "$runs/${ref}_s$s.log" 2>&1 &
+        two=$!
+        wait -n $one $two || true
+        kill $load  # the load window ends when the first arm does: the other then runs alone
+        wait $one || ok=0
+        wait $two || ok=0
+    fi
+    cp "$runs"/{${cur}_s$s.log,${ref}_s$s.log,loadavg_s$s.txt,session_s$s.txt} "$here/"
+    for arm in "$cur" "$ref"; do
         if [ -f "$runs/${arm}_s$s/metrics.jsonl" ]; then
             cp "$runs/${arm}_s$s/metrics.jsonl" "$here/${arm}_s$s.jsonl"
         fi
     done
     [ $ok = 1 ] || { echo "seed $s: an arm failed, no fine-tuning (void by its log)"; continue; }
     finetune "$s" "$cur" & one=$!
-    finetune "$s" full & two=$!
+    finetune "$s" "$ref" & two=$!
     wait $one
     wait $two
     cp "$runs"/*_s"$s"_lr*.json "$runs"/*_s"$s"_lr*.log "$here/"
     [ "${SCORES:-1}" = 1 ] || continue
-    ckpts=("$runs/${cur}_s$s/ckpt.pt" "$runs/full_s$s/ckpt.pt")
+    ckpts=("$runs/${cur}_s$s/ckpt.pt" "$runs/${ref}_s$s/ckpt.pt")
     $PY dev/zero_shot.py "${ckpts[@]}" > "$runs/zero_shot_s$s.jsonl" & one=$!
     $PY dev/val_loss_split.py "${ckpts[@]}" > "$runs/val_loss_split_s$s.jsonl" & two=$!
     wait $one
