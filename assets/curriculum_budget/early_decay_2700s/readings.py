@@ -37,7 +37,8 @@ def run(arm: str) -> dict:
     steps = [r for r in rows if 'lr' in r]
     end = [r for r in rows if 'val_loss' in r and not r.get('after_op')][-1]
     tokens = max(r['tokens'] for r in steps)
-    decay_from = next(r['iter'] for r in steps if r['iter'] > 50 and r['lr'] < PEAK * 0.999)
+    at_peak = [r['lr'] >= PEAK * 0.999 for r in steps]
+    decay_from = steps[len(at_peak) - at_peak[::-1].index(True)]['iter']  # after the last at peak
     grow = next((r['iter'] for r in rows if r.get('op') == 'resize_vocabulary'), None)
     after = [r['lr'] for r in steps if grow is not None and r['iter'] >= grow]
     return dict(iters=end['iter'], val_loss=end['val_loss'], tokens=tokens,
