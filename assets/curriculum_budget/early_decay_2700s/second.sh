@@ -3,7 +3,8 @@
 # running), finished here and fine-tuned at both lines rates; then the factorial's other two arms
 # for seed 1410 side by side, the one-grow curriculum as configured (the decay over the last 30%)
 # and the full vocabulary with the early decay (full_config.py), fine-tuned the same way.
-#   bash assets/curriculum_budget/early_decay_2700s/second.sh <runs> <runs 2> <load pid> <train pids>
+#   bash assets/curriculum_budget/early_decay_2700s/second.sh <runs> <runs 2> <load pid> \
+#       <train pids>
 set -euo pipefail
 runs=$1 runs2=$2 load=$3
 shift 3

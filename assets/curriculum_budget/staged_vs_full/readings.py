@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'de
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-# another study of run.sh's sets its size, fine-tuning seeds, lines grid, budget and tasks (the goal's
-# bars are the 45-minute budget's at ten seeds; otherwise its readings are descriptive), as
+# another study of run.sh's sets its size, fine-tuning seeds, lines grid, budget and tasks (the
+# goal's bars are the 45-minute budget's at ten seeds; otherwise its readings are descriptive), as
 # ../onegrow_900s and ../early_decay_2700s do
 PLANNED = int(os.environ.get('PLANNED', 10))
 FT_SEEDS = len(os.environ.get('FT_SEEDS', '0,1,2,3,4').split(','))
@@ -84,7 +84,8 @@ def row(seed: str, arm: str, rates: dict) -> dict:
               for task in RATES}}
     if SCORES:
         zero_shot = by_ckpt(f'zero_shot_s{seed}.jsonl', arm, seed)
-        out.update({'folded val loss': by_ckpt(f'val_loss_split_s{seed}.jsonl', arm, seed)['folded'],
+        split = by_ckpt(f'val_loss_split_s{seed}.jsonl', arm, seed)
+        out.update({'folded val loss': split['folded'],
                     'zero-shot accuracy': zero_shot['masked_accuracy'],
                     'pseudo-log-likelihood': zero_shot['pseudo_log_likelihood']})
     return out
