@@ -68,6 +68,7 @@ def main() -> None:
               f"{grow}; layer-matrix RMS {r['rms']:.3f}; lines " + ', '.join(
                   f"{float(rate):.2g}: dev {x['dev']:.4f}, test {x['test']:.4f}"
                   for rate, x in r['lines'].items()) + f"; chosen {float(r['rate']):.2g}")
+
     def diff(a: str, b: str, key: str, rates: tuple[str, str]) -> float:
         return got[a]['lines'][rates[0]][key] - got[b]['lines'][rates[1]][key]
 
