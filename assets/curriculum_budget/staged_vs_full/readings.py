@@ -91,7 +91,10 @@ def row(seed: str, arm: str, rates: dict) -> dict:
     return out
 
 
-def main() -> None:
+def main(planned: int = PLANNED) -> dict | None:
+    """Prints the readings; returns the valid seeds, each arm's chosen rates and staged - full per
+    reading and seed (None before `planned` valid seeds are in), for a study built on this one
+    (../passes_300s/readings.py)."""
     seeds = sorted(re.search(r'_s(\d+)\.txt$', p).group(1)
                    for p in glob.glob(os.path.join(HERE, 'loadavg_s*.txt')))
     valid = []
@@ -106,10 +109,10 @@ def main() -> None:
                           for arm, e in ends.items()))
         if not why:
             valid.append((seed, session))
-    if len(valid) < PLANNED:
-        print(f'{len(valid)} of {PLANNED} valid seeds: no reading before all are in (PLAN.md)')
-        return
-    valid = valid[:PLANNED]
+    if len(valid) < planned:
+        print(f'{len(valid)} of {planned} valid seeds: no reading before all are in (PLAN.md)')
+        return None
+    valid = valid[:planned]
     # each arm's rate on a task: the best mean over the checkpoints of their dev medians
     rates = {}
     for arm in ARMS:
@@ -131,8 +134,8 @@ def main() -> None:
     for name, better in {**GOAL, **DESCRIPTIVE}.items():
         values = np.array(diffs[name])
         verdict = ''
-        if name in GOAL and BUDGET == 2700 and PLANNED >= 10:
-            half = T975[PLANNED - 1] * values.std(ddof=1) / np.sqrt(PLANNED)
+        if name in GOAL and BUDGET == 2700 and planned >= 10:
+            half = T975[planned - 1] * values.std(ddof=1) / np.sqrt(planned)
             low, high = values.mean() - half, values.mean() + half
             far, near = (low, high) if better > 0 else (high, low)
             met = far > -0.01 if better > 0 else far < 0.01
@@ -142,8 +145,10 @@ def main() -> None:
                                 for session in sessions])
         over_sessions = (f'; over the {len(sessions)} sessions\' means {t_interval(per_session)}'
                          if len(sessions) > 1 else '')
-        print(f'{ARMS[0]} - full over {PLANNED} seeds, {name}: {t_interval(values)}{verdict}'
+        print(f'{ARMS[0]} - full over {planned} seeds, {name}: {t_interval(values)}{verdict}'
               + over_sessions)
+    return dict(valid=[s for s, _ in valid], rates=rates, diffs=diffs)
 
 
-main()
+if __name__ == '__main__':
+    main()
