@@ -1,6 +1,6 @@
-"""PLAN.md's readings: per corpus (fifth/, whole/) ../staged_vs_full/readings.py's validity, rates
+"""PLAN.md's readings: per corpus (tenth/, whole/) ../staged_vs_full/readings.py's validity, rates
 chosen on dev and staged - full per seed, with each arm's passes over its corpus; then the
-interaction (staged - full on the fifth) - (staged - full on the whole) with a Welch interval, at
+interaction (staged - full on the tenth) - (staged - full on the whole) with a Welch interval, at
 the chosen rates and at each common rate, and the plan's verdict.
 
     python assets/curriculum_budget/passes_300s/readings.py > readings.txt
@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(HERE, '..', 'staged_vs_full'))
 import readings as shared  # noqa: E402
 
 # corpus: (seeds planned, its train split)
-CORPORA = {'fifth': (4, 'data/shakespeare_fifth'), 'whole': (2, 'data/shakespeare')}
+CORPORA = {'tenth': (4, 'data/shakespeare_tenth'), 'whole': (2, 'data/shakespeare')}
 LINES = 'shakespeare_lines'
 
 
@@ -50,15 +50,15 @@ def main() -> None:
             print(f'at {float(rate):g} both: staged - full {shared.t_interval(out[rate])}')
     if any(out is None for out in got.values()):
         return
-    print('== the interaction, (staged - full on the fifth) - (staged - full on the whole)')
+    print('== the interaction, (staged - full on the tenth) - (staged - full on the whole)')
     for name in ('val loss', LINES):
-        fifth, whole = (np.array(got[c]['diffs'][name]) for c in CORPORA)
-        print(f'{name}, each arm at its chosen rate: {welch(fifth, whole)}')
+        tenth, whole = (np.array(got[c]['diffs'][name]) for c in CORPORA)
+        print(f'{name}, each arm at its chosen rate: {welch(tenth, whole)}')
     for rate in shared.LINES_RATES:
-        print(f'{LINES} at {float(rate):g}: {welch(got["fifth"][rate], got["whole"][rate])}')
-    fifth, whole = (np.mean(got[c]['diffs'][LINES]) for c in CORPORA)
-    verdict = ('consistent with the passes lead' if fifth - whole <= -0.03 and fifth <= 0
-               else 'against the passes lead' if fifth >= whole else 'not resolved')
+        print(f'{LINES} at {float(rate):g}: {welch(got["tenth"][rate], got["whole"][rate])}')
+    tenth, whole = (np.mean(got[c]['diffs'][LINES]) for c in CORPORA)
+    verdict = ('consistent with the passes lead' if tenth - whole <= -0.03 and tenth <= 0
+               else 'against the passes lead' if tenth >= whole else 'not resolved')
     print(f'verdict (PLAN.md): {verdict}')
 
 

@@ -1,10 +1,10 @@
-"""PLAN.md's smaller corpus: data/shakespeare_fifth, every fifth document of data/shakespeare's
+"""PLAN.md's smaller corpus: data/shakespeare_tenth, every tenth document of data/shakespeare's
 train.bin (the document order is the works' order, so every work keeps sections), its val.bin as
 it is, counts.npy recounted over the new train.bin. meta.json keeps the source's fingerprint, so
 the source's remapping files (vocab_4096.pt, vocab_18752.pt: the most frequent tokens of the whole
 train) load unchanged and both corpora train the same vocabularies.
 
-    python assets/curriculum_budget/passes_300s/fifth.py
+    python assets/curriculum_budget/passes_300s/tenth.py
 """
 import json
 import os
@@ -12,7 +12,7 @@ import shutil
 
 import numpy as np
 
-SRC, DST, EVERY = 'data/shakespeare', 'data/shakespeare_fifth', 5
+SRC, DST, EVERY = 'data/shakespeare', 'data/shakespeare_tenth', 10
 
 meta = json.load(open(os.path.join(SRC, 'meta.json')))
 train = np.fromfile(os.path.join(SRC, 'train.bin'), dtype=meta['dtype'])
@@ -25,7 +25,7 @@ kept.tofile(os.path.join(DST, 'train.bin'))
 shutil.copy(os.path.join(SRC, 'val.bin'), os.path.join(DST, 'val.bin'))
 np.save(os.path.join(DST, 'counts.npy'),
         np.bincount(kept, minlength=meta['vocab_size']).astype(np.int64))
-meta.update(dataset='shakespeare_fifth', train_documents=len(docs[::EVERY]),
+meta.update(dataset='shakespeare_tenth', train_documents=len(docs[::EVERY]),
             documents=len(docs[::EVERY]) + meta['val_documents'], train_tokens=len(kept),
             train_shards=[len(kept)],
             derived_from=f'every {EVERY}th train document of {SRC} (its fingerprint kept)')

@@ -1,3 +1,0 @@
-# PLAN.md: the full vocabulary (config/demo_cpu.py) on data/shakespeare_fifth (fifth.py)
-exec(open('config/demo_cpu.py').read())
-dataset = 'shakespeare_fifth'
