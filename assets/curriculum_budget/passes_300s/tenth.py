@@ -1,5 +1,5 @@
 """PLAN.md's smaller corpus: data/shakespeare_tenth, every tenth document of data/shakespeare's
-train.bin (the document order is the works' order, so every work keeps sections), its val.bin as
+train.bin (in the works' order, so most works keep a section), its val.bin as
 it is, counts.npy recounted over the new train.bin. meta.json keeps the source's fingerprint, so
 the source's remapping files (vocab_4096.pt, vocab_18752.pt: the most frequent tokens of the whole
 train) load unchanged and both corpora train the same vocabularies.
