@@ -14,8 +14,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RATES = ['0.0003333333333333333', '1e-3']
-if glob.glob(os.path.join(HERE, '*', 'lines_*_lr1e-4.json')):
-    RATES.insert(0, '1e-4')  # the amendment's extension below the grid, run for every arm
 os.environ.update(FT_SEEDS='0,1,2', TASKS='lines', SCORES='0', BUDGET='300',
                   LINES_RATES=' '.join(RATES))
 sys.argv = sys.argv[:1]  # the shared readings take their folder from here, not from argv
