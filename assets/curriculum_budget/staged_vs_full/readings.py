@@ -91,10 +91,10 @@ def row(seed: str, arm: str, rates: dict) -> dict:
     return out
 
 
-def main(planned: int = PLANNED) -> dict | None:
+def main(planned: int | None = PLANNED) -> dict | None:
     """Prints the readings; returns the valid seeds, each arm's chosen rates and staged - full per
-    reading and seed (None before `planned` valid seeds are in), for a study built on this one
-    (../passes_300s/readings.py)."""
+    reading and seed (None before `planned` valid seeds are in; `planned` None: every valid seed,
+    at least two), for a study built on this one (../passes_300s/readings.py)."""
     seeds = sorted(re.search(r'_s(\d+)\.txt$', p).group(1)
                    for p in glob.glob(os.path.join(HERE, 'loadavg_s*.txt')))
     valid = []
@@ -109,6 +109,7 @@ def main(planned: int = PLANNED) -> dict | None:
                           for arm, e in ends.items()))
         if not why:
             valid.append((seed, session))
+    planned = planned or max(len(valid), 2)
     if len(valid) < planned:
         print(f'{len(valid)} of {planned} valid seeds: no reading before all are in (PLAN.md)')
         return None
