@@ -4,13 +4,16 @@ part replaced by a fresh draw of the architecture's own init, to fine-tune like 
     python dev/swap_parts.py <ckpt.pt> embedding <draw> <out.pt>  # token embedding rows fresh
     python dev/swap_parts.py <ckpt.pt> body <draw> <out.pt>       # everything but those rows fresh
     python dev/swap_parts.py <ckpt.pt> row_scale <draw> <out.pt>  # rows scaled to the draw's RMS
+    python dev/swap_parts.py <ckpt.pt> row_center <draw> <out.pt> # the mean row taken from each
 
 The two parts split the model: the rows (`tok_embeddings`) on one side; the LayerNorm after them,
 the layers, the final norm and the MLM head on the other. `draw` seeds the fresh weights. A tied
 decoder follows the rows; fine-tuning reads only the encoder. `row_scale` keeps every weight but
 rescales each row to the fresh rows' RMS: the LayerNorm after the rows undoes the scale (up to its
 eps), so the encoder's function stays, while a fine-tuning step moves the rows more relative to
-their size. ModernBERT checkpoints only.
+their size. `row_center` subtracts the mean of all rows from every row, the direction they share
+(the first step of Mu and Viswanath's all-but-the-top, 2018); `draw` only seeds the random ids the
+moved states are measured on. ModernBERT checkpoints only.
 """
 import os
 import sys
@@ -25,8 +28,8 @@ from model import Encoder  # noqa: E402
 ROWS = 'model.embeddings.tok_embeddings.weight'
 
 source, part, draw, out = sys.argv[1:]
-if part not in ('embedding', 'body', 'row_scale'):
-    sys.exit(f"unknown part '{part}': use embedding, body or row_scale")
+if part not in ('embedding', 'body', 'row_scale', 'row_center'):
+    sys.exit(f"unknown part '{part}': use embedding, body, row_scale or row_center")
 if os.path.abspath(out) == os.path.abspath(source):
     sys.exit(f'{out} is the source checkpoint; name another output file')
 ckpt = load_checkpoint(source)
@@ -40,6 +43,8 @@ if part == 'embedding':
     weights[ROWS] = fresh[ROWS]
 elif part == 'body':
     weights = {**fresh, ROWS: weights[ROWS]}
+elif part == 'row_center':
+    weights[ROWS] = weights[ROWS] - weights[ROWS].mean(0, keepdim=True)
 else:
     rms = weights[ROWS].pow(2).mean(1, keepdim=True).sqrt().clamp_min(1e-12)
     weights[ROWS] = weights[ROWS] * (fresh[ROWS].pow(2).mean().sqrt() / rms)
@@ -48,12 +53,12 @@ if trained.decoder.weight is trained.model.tok_embeddings.weight:
 ckpt['model'] = weights
 ckpt['swapped'] = dict(source=source, part=part, draw=int(draw))
 save_checkpoint(ckpt, out)
-# read it back: the rows are the fresh draw's (embedding), the source's (body) or rescaled
+# read it back: the rows are the fresh draw's (embedding), the source's (body) or changed
 written = checkpoint_encoder(load_checkpoint(out))
 assert torch.equal(written.state_dict()[ROWS], weights[ROWS]), 'the rows written are not intended'
-done = 'rows rescaled to the RMS of' if part == 'row_scale' else f'{part} drawn afresh,'
-print(f'{out}: {done} draw {draw}; checked')
-if part == 'row_scale':  # how far the LayerNorm's eps lets the function move, on random ids
+done = {'row_scale': 'rows rescaled to the RMS of', 'row_center': 'rows centred, ids of'}
+print(f"{out}: {done.get(part, f'{part} drawn afresh,')} draw {draw}; checked")
+if part.startswith('row_'):  # how far the function moved, on random ids
     ids = torch.randint(0, trained.config.vocab_size, (8, 128))
     with torch.no_grad():
         before, after = trained.eval().encode(ids), written.eval().encode(ids)

@@ -10,20 +10,38 @@ export runs=$1 out=$2
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1 PY=${PY:-.venv/bin/python}
 export seeds="1337 1338 1339 1340 1341"
-ckpts() {  # arm: its five checkpoints, comma-separated
+ckpts() {  # arm, file (ckpt.pt): its five checkpoints, comma-separated
     local s list=
-    for s in $seeds; do list+="$runs/${1}_s$s/ckpt.pt,"; done
+    for s in $seeds; do list+="$runs/${1}_s$s/${2:-ckpt.pt},"; done
     echo "${list%,}"
 }
 ft() {  # name, arm, baseline ('scratch' or an arm)
     local name=$1 arm=$2 base=$3
     [ "$base" = scratch ] || base=$(ckpts "$base")
-    $PY finetune.py --init_from="$(ckpts "$arm")" --baseline="$base" --task=shakespeare_works \
+    $PY finetune.py --init_from="$(ckpts "$arm" "${FILE:-}")" --baseline="$base" --task=shakespeare_works \
         --max_train_samples=300 --epochs=10 --learning_rate="${LR:-1e-3,3e-3,9e-3}" \
         --pooling=mean --seeds=0,1,2 --zero_shot_tokens=0 \
         --cache_dir="$out/cache_works" --out="$out/$name.json" > "$out/$name.log" 2>&1
 }
 export -f ckpts ft
+# PLAN_center.md: C, A's checkpoints with the mean row taken from every row, on works at 3e-3
+# (two processes, then the pairing with A read back from the cache)
+#   bash assets/curriculum_budget/untied_300s/run.sh <pre-training folder> <out folder> center
+if [ "${3:-}" = center ]; then
+    for s in $seeds; do
+        $PY dev/swap_parts.py "$runs/staged_s$s/ckpt.pt" row_center 0 "$runs/staged_s$s/center.pt"
+    done > "$out/center_check.txt"
+    export FILE=center.pt LR=3e-3
+    seeds="1337 1338 1339" ft works_center_a staged scratch &
+    seeds="1340 1341" ft works_center_b staged scratch &
+    wait
+    ft works_center_vs_staged staged staged
+    $PY dev/finetune_summary.py "$out/works_center_vs_staged.json"
+    # shellcheck disable=SC2046  # one argument per checkpoint
+    $PY dev/embedding_rows.py data/shakespeare $(ckpts staged center.pt | tr , ' ') \
+        > "$out/embedding_rows_center.txt"
+    exit 0
+fi
 if [ "${3:-}" = readings ]; then
     # each arm's last evaluation (full space) and iterations; U - A in val loss per seed
     for a in untied staged; do
