@@ -630,6 +630,16 @@ def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
         cos = torch.nn.functional.cosine_similarity(trained.eval().encode(ids),
                                                     scaled.eval().encode(ids), dim=-1)
     assert cos.min() > 0.999 and 'mean-pooled states moved by' in said
+    # row_center: every weight kept but the rows, each moved by the same vector, to a zero mean
+    out = tmp_path / 'row_center.pt'
+    said = run_script('dev/swap_parts.py', ckpt, 'row_center', '7', str(out)).stdout
+    centred = checkpoint_encoder(load_checkpoint(str(out))).state_dict()
+    for name, w in centred.items():
+        if name not in (rows, 'decoder.weight'):
+            assert torch.equal(w, source[name]), name
+    shift = source[rows] - centred[rows]
+    assert torch.allclose(shift, source[rows].mean(0).expand_as(shift), atol=1e-6)
+    assert centred[rows].mean(0).abs().max() < 1e-6 and 'mean-pooled states moved by' in said
     for args, says in (((ckpt, 'head', '0', str(tmp_path / 'x.pt')), "unknown part 'head'"),
                        ((ckpt, 'body', '0', ckpt), 'is the source checkpoint')):
         result = run_script('dev/swap_parts.py', *args, check=False)
