@@ -4,7 +4,7 @@ part replaced by a fresh draw of the architecture's own init, to fine-tune like 
     python dev/swap_parts.py <ckpt.pt> embedding <draw> <out.pt>  # token embedding rows fresh
     python dev/swap_parts.py <ckpt.pt> body <draw> <out.pt>       # everything but those rows fresh
     python dev/swap_parts.py <ckpt.pt> row_scale <draw> <out.pt>  # rows scaled to the draw's RMS
-    python dev/swap_parts.py <ckpt.pt> row_center <draw> <out.pt> # the mean row taken from each
+    python dev/swap_parts.py <ckpt.pt> row_center <draw> <out.pt>  # the mean row taken from each
 
 The two parts split the model: the rows (`tok_embeddings`) on one side; the LayerNorm after them,
 the layers, the final norm and the MLM head on the other. `draw` seeds the fresh weights. A tied
@@ -53,10 +53,12 @@ if trained.decoder.weight is trained.model.tok_embeddings.weight:
 ckpt['model'] = weights
 ckpt['swapped'] = dict(source=source, part=part, draw=int(draw))
 save_checkpoint(ckpt, out)
-# read it back: the rows are the fresh draw's (embedding), the source's (body) or changed
+# read it back: the rows are the fresh draw's (embedding), the source's (body), or rescaled or
+# centred (row_*)
 written = checkpoint_encoder(load_checkpoint(out))
 assert torch.equal(written.state_dict()[ROWS], weights[ROWS]), 'the rows written are not intended'
-done = {'row_scale': 'rows rescaled to the RMS of', 'row_center': 'rows centred, ids of'}
+done = {'row_scale': 'rows rescaled to the RMS of',
+        'row_center': 'rows centred; random ids below from'}
 print(f"{out}: {done.get(part, f'{part} drawn afresh,')} draw {draw}; checked")
 if part.startswith('row_'):  # how far the function moved, on random ids
     ids = torch.randint(0, trained.config.vocab_size, (8, 128))

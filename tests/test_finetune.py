@@ -599,7 +599,8 @@ def test_diagnose_probes_line_pairs_and_val_loss_split_reads_train_text(ckpt):
 def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
     """dev/swap_parts.py: 'embedding' draws the token rows afresh and keeps the rest; 'body' keeps
     the rows and draws the rest (the LayerNorm after the rows included); the tied decoder follows
-    the rows; bad arguments stop with one line and write nothing."""
+    the rows; 'row_scale' and 'row_center' change only the rows; bad arguments stop with one line
+    and write nothing."""
     import torch
     from checkpoint import checkpoint_encoder, load_checkpoint
     trained = checkpoint_encoder(load_checkpoint(ckpt))

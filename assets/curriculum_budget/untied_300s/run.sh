@@ -5,6 +5,8 @@
 #   bash assets/curriculum_budget/untied_300s/run.sh <pre-training folder> <out folder>
 # then the readings, every run read back from the caches:
 #   bash assets/curriculum_budget/untied_300s/run.sh <pre-training folder> <out folder> readings
+# and PLAN_center.md's arm (below):
+#   bash assets/curriculum_budget/untied_300s/run.sh <pre-training folder> <out folder> center
 set -euo pipefail
 export runs=$1 out=$2
 mkdir -p "$out"
@@ -18,9 +20,9 @@ ckpts() {  # arm, file (ckpt.pt): its five checkpoints, comma-separated
 ft() {  # name, arm, baseline ('scratch' or an arm)
     local name=$1 arm=$2 base=$3
     [ "$base" = scratch ] || base=$(ckpts "$base")
-    $PY finetune.py --init_from="$(ckpts "$arm" "${FILE:-}")" --baseline="$base" --task=shakespeare_works \
-        --max_train_samples=300 --epochs=10 --learning_rate="${LR:-1e-3,3e-3,9e-3}" \
-        --pooling=mean --seeds=0,1,2 --zero_shot_tokens=0 \
+    $PY finetune.py --init_from="$(ckpts "$arm" "${CKPT_FILE:-}")" --baseline="$base" \
+        --task=shakespeare_works --max_train_samples=300 --epochs=10 \
+        --learning_rate="${LR:-1e-3,3e-3,9e-3}" --pooling=mean --seeds=0,1,2 --zero_shot_tokens=0 \
         --cache_dir="$out/cache_works" --out="$out/$name.json" > "$out/$name.log" 2>&1
 }
 export -f ckpts ft
@@ -31,10 +33,11 @@ if [ "${3:-}" = center ]; then
     for s in $seeds; do
         $PY dev/swap_parts.py "$runs/staged_s$s/ckpt.pt" row_center 0 "$runs/staged_s$s/center.pt"
     done > "$out/center_check.txt"
-    export FILE=center.pt LR=3e-3
-    seeds="1337 1338 1339" ft works_center_a staged scratch &
-    seeds="1340 1341" ft works_center_b staged scratch &
-    wait
+    export CKPT_FILE=center.pt LR=3e-3
+    seeds="1337 1338 1339" ft works_center_a staged scratch & a=$!
+    seeds="1340 1341" ft works_center_b staged scratch & b=$!
+    wait "$a"
+    wait "$b"
     ft works_center_vs_staged staged staged
     $PY dev/finetune_summary.py "$out/works_center_vs_staged.json"
     # shellcheck disable=SC2046  # one argument per checkpoint
