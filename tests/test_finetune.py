@@ -616,31 +616,33 @@ def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
         for name, w in model.state_dict().items():
             from_source = (name in (rows, 'decoder.weight')) == kept_rows
             assert torch.equal(w, (source if from_source else fresh)[name]), (part, name)
-    # row_scale: every weight kept but the rows, each rescaled to the fresh rows' RMS, the same
-    # encoder function up to the LayerNorm's eps
-    out = tmp_path / 'row_scale.pt'
-    said = run_script('dev/swap_parts.py', ckpt, 'row_scale', '7', str(out)).stdout
-    scaled = checkpoint_encoder(load_checkpoint(str(out)))
-    for name, w in scaled.state_dict().items():
-        if name not in (rows, 'decoder.weight'):
-            assert torch.equal(w, source[name]), name
+
+    def rows_only(part: str) -> Encoder:
+        """The checkpoint after a row_* part: every weight but the rows kept, the move reported."""
+        out = tmp_path / f'{part}.pt'
+        said = run_script('dev/swap_parts.py', ckpt, part, '7', str(out)).stdout
+        model = checkpoint_encoder(load_checkpoint(str(out)))
+        for name, w in model.state_dict().items():
+            if name not in (rows, 'decoder.weight'):
+                assert torch.equal(w, source[name]), (part, name)
+        assert 'mean-pooled states moved by' in said
+        return model
+
+    # row_scale: each row rescaled to the fresh rows' RMS, the same encoder function up to the
+    # LayerNorm's eps
+    scaled = rows_only('row_scale')
     row_rms = scaled.state_dict()[rows].pow(2).mean(1).sqrt()
     assert torch.allclose(row_rms, fresh[rows].pow(2).mean().sqrt().expand_as(row_rms), rtol=1e-4)
     ids = torch.randint(0, trained.config.vocab_size, (2, 16))
     with torch.no_grad():
         cos = torch.nn.functional.cosine_similarity(trained.eval().encode(ids),
                                                     scaled.eval().encode(ids), dim=-1)
-    assert cos.min() > 0.999 and 'mean-pooled states moved by' in said
-    # row_center: every weight kept but the rows, each moved by the same vector, to a zero mean
-    out = tmp_path / 'row_center.pt'
-    said = run_script('dev/swap_parts.py', ckpt, 'row_center', '7', str(out)).stdout
-    centred = checkpoint_encoder(load_checkpoint(str(out))).state_dict()
-    for name, w in centred.items():
-        if name not in (rows, 'decoder.weight'):
-            assert torch.equal(w, source[name]), name
+    assert cos.min() > 0.999
+    # row_center: each row moved by the same vector, to a zero mean
+    centred = rows_only('row_center').state_dict()
     shift = source[rows] - centred[rows]
     assert torch.allclose(shift, source[rows].mean(0).expand_as(shift), atol=1e-6)
-    assert centred[rows].mean(0).abs().max() < 1e-6 and 'mean-pooled states moved by' in said
+    assert centred[rows].mean(0).abs().max() < 1e-6
     for args, says in (((ckpt, 'head', '0', str(tmp_path / 'x.pt')), "unknown part 'head'"),
                        ((ckpt, 'body', '0', ckpt), 'is the source checkpoint')):
         result = run_script('dev/swap_parts.py', *args, check=False)
