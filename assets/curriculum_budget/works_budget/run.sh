@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # PLAN.md: each budget's two checkpoints fine-tuned on shakespeare_works as one arm against random
-# weights, exactly as ../untied_300s/run.sh, into that study's run cache (so its 300 s staged runs
-# and the random-weights runs are read back, not run again).
+# weights, exactly as ../untied_300s/run.sh, into that study's run cache (/work/runs/u300ft/
+# cache_works here), so its 300 s staged runs and the random-weights runs are read back.
 #   bash assets/curriculum_budget/works_budget/run.sh <runs> <300 s runs> <out> <cache> b600|b1200
-# then the readings (every run read back from the cache):
+# then the readings (every run read back from the cache; it stops if any run trained):
 #   bash assets/curriculum_budget/works_budget/run.sh <runs> <300 s runs> <out> <cache> readings
 set -euo pipefail
+case "${5:-}" in
+    b600 | b1200 | readings) ;;
+    *) echo "usage: run.sh <runs> <300 s runs> <out> <cache> b600|b1200|readings" >&2; exit 2 ;;
+esac
 runs=$1 runs300=$2 out=$3 cache=$4
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
@@ -19,26 +23,39 @@ ckpts() {  # arm (b300, b600, b1200): its checkpoints, comma-separated
     done
     echo "${list%,}"
 }
-ft() {  # name, arm, baseline ('scratch' or an arm), rates
-    local base=$3
-    [ "$base" = scratch ] || base=$(ckpts "$base")
-    $PY finetune.py --init_from="$(ckpts "$2")" --baseline="$base" \
+ft() {  # name, arm: the arm's checkpoints against random weights over the grid
+    $PY finetune.py --init_from="$(ckpts "$2")" --baseline=scratch \
         --task=shakespeare_works --max_train_samples=300 --epochs=10 \
-        --learning_rate="$4" --pooling=mean --seeds=0,1,2 --zero_shot_tokens=0 \
+        --learning_rate=1e-3,3e-3,9e-3 --pooling=mean --seeds=0,1,2 --zero_shot_tokens=0 \
         --cache_dir="$cache" --out="$out/$1.json" > "$out/$1.log" 2>&1
 }
-grid=1e-3,3e-3,9e-3
 if [ "$5" != readings ]; then
-    ft "works_$5" "$5" scratch "$grid"
+    ft "works_$5" "$5"
     exit 0
 fi
 for b in 300 600 1200; do
     for s in $seeds; do
         log=$runs/b${b}_s$s.log
         [ "$b" = 300 ] && log=$runs300/staged_s$s.log
-        echo "b$b $s $(grep -o 'iter [0-9]*: train loss [0-9.]*, val loss [0-9.]*' "$log" \
-            | tail -n 1)"
+        last=$(grep -o 'iter [0-9]*: train loss [0-9.]*, val loss [0-9.]*' "$log" | tail -n 1)
+        [ -n "$last" ] || { echo "$log has no evaluation: did the run finish?" >&2; exit 1; }
+        echo "b$b $s $last"
     done
 done > "$out/pretrain_check.txt"
-ft works_b300 b300 scratch "$grid"
-$PY dev/finetune_summary.py "$out"/works_b{300,600,1200}.json > "$out/readings.txt"
+ft works_b300 b300
+if grep -q 'step 100/100' "$out/works_b300.log"; then
+    echo "works_b300 trained runs: $cache is not the 300 s study's cache" >&2
+    exit 1
+fi
+# each arm at its dev-chosen rate: dev against random weights' dev, test, and the paired difference
+$PY -c "import json, sys
+for path in sys.argv[1:]:
+    r = json.load(open(path))
+    b, d = r['baseline'], r['difference']
+    print(f\"{path}: rate {r['learning_rate']:g}, dev {r['dev']:.4f} (random weights \"
+          f\"{b['grid'][format(b['learning_rate'], 'g')]:.4f} at {b['learning_rate']:g}), test \"
+          f\"{r['mean']:.4f} ({r['interval'][0]:.4f} to {r['interval'][1]:.4f}), random weights \"
+          f\"{b['mean']:.4f}, difference {d['value']:+.4f} ({d['interval'][0]:+.4f} to \"
+          f\"{d['interval'][1]:+.4f})\")
+" "$out"/works_b{300,600,1200}.json > "$out/readings.txt"
+$PY dev/finetune_summary.py "$out"/works_b{300,600,1200}.json >> "$out/readings.txt"
