@@ -2,13 +2,15 @@
 # PLAN.md: each budget's two checkpoints fine-tuned on shakespeare_works as one arm against random
 # weights, exactly as ../untied_300s/run.sh, into that study's run cache (/work/runs/u300ft/
 # cache_works here), so its 300 s staged runs and the random-weights runs are read back.
-#   bash assets/curriculum_budget/works_budget/run.sh <runs> <300 s runs> <out> <cache> b600|b1200
+#   bash assets/curriculum_budget/works_budget/run.sh <runs> <300 s runs> <out> <cache> <arm>
+# (arm: b600, b1200, or the amendment's b2400)
 # then the readings (every run read back from the cache; it stops if any run trained):
 #   bash assets/curriculum_budget/works_budget/run.sh <runs> <300 s runs> <out> <cache> readings
 set -euo pipefail
 case "${5:-}" in
-    b600 | b1200 | readings) ;;
-    *) echo "usage: run.sh <runs> <300 s runs> <out> <cache> b600|b1200|readings" >&2; exit 2 ;;
+    b600 | b1200 | b2400 | readings) ;;
+    *) echo "usage: run.sh <runs> <300 s runs> <out> <cache> b600|b1200|b2400|readings" >&2
+       exit 2 ;;
 esac
 runs=$1 runs300=$2 out=$3 cache=$4
 mkdir -p "$out"
@@ -16,8 +18,9 @@ export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
 seeds="1337 1338"
 ckpts() {  # arm (b300, b600, b1200): its checkpoints, comma-separated
-    local s list=
-    for s in $seeds; do
+    local s list= arm_seeds=$seeds
+    [ "$1" = b2400 ] && arm_seeds=1337  # the amendment's one seed
+    for s in $arm_seeds; do
         if [ "$1" = b300 ]; then list+="$runs300/staged_s$s/ckpt.pt,"
         else list+="$runs/$1_s$s/ckpt.pt,"; fi
     done
@@ -33,8 +36,9 @@ if [ "$5" != readings ]; then
     ft "works_$5" "$5"
     exit 0
 fi
-for b in 300 600 1200; do
+for b in 300 600 1200 2400; do
     for s in $seeds; do
+        [ "$b" = 2400 ] && [ "$s" != 1337 ] && continue
         log=$runs/b${b}_s$s.log
         [ "$b" = 300 ] && log=$runs300/staged_s$s.log
         last=$(grep -o 'iter [0-9]*: train loss [0-9.]*, val loss [0-9.]*' "$log" | tail -n 1)
@@ -57,5 +61,5 @@ for path in sys.argv[1:]:
           f\"{r['mean']:.4f} ({r['interval'][0]:.4f} to {r['interval'][1]:.4f}), random weights \"
           f\"{b['mean']:.4f}, difference {d['value']:+.4f} ({d['interval'][0]:+.4f} to \"
           f\"{d['interval'][1]:+.4f})\")
-" "$out"/works_b{300,600,1200}.json > "$out/readings.txt"
+" "$out"/works_b{300,600,1200,2400}.json > "$out/readings.txt"
 $PY dev/finetune_summary.py "$out"/works_b{300,600,1200}.json >> "$out/readings.txt"
