@@ -17,10 +17,12 @@ mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
 seeds="1337 1338"
-ckpts() {  # arm (b300, b600, b1200): its checkpoints, comma-separated
-    local s list= arm_seeds=$seeds
-    [ "$1" = b2400 ] && arm_seeds=1337  # the amendment's one seed
-    for s in $arm_seeds; do
+arm_seeds() {  # arm: its pre-training seeds (the amendment's b2400 has one)
+    if [ "$1" = b2400 ]; then echo 1337; else echo "$seeds"; fi
+}
+ckpts() {  # arm (b300, b600, b1200, b2400): its checkpoints, comma-separated
+    local s list=
+    for s in $(arm_seeds "$1"); do
         if [ "$1" = b300 ]; then list+="$runs300/staged_s$s/ckpt.pt,"
         else list+="$runs/$1_s$s/ckpt.pt,"; fi
     done
@@ -37,8 +39,7 @@ if [ "$5" != readings ]; then
     exit 0
 fi
 for b in 300 600 1200 2400; do
-    for s in $seeds; do
-        [ "$b" = 2400 ] && [ "$s" != 1337 ] && continue
+    for s in $(arm_seeds "b$b"); do
         log=$runs/b${b}_s$s.log
         [ "$b" = 300 ] && log=$runs300/staged_s$s.log
         last=$(grep -o 'iter [0-9]*: train loss [0-9.]*, val loss [0-9.]*' "$log" | tail -n 1)
@@ -51,15 +52,9 @@ if grep -q 'step 100/100' "$out/works_b300.log"; then
     echo "works_b300 trained runs: $cache is not the 300 s study's cache" >&2
     exit 1
 fi
-# each arm at its dev-chosen rate: dev against random weights' dev, test, and the paired difference
-$PY -c "import json, sys
-for path in sys.argv[1:]:
-    r = json.load(open(path))
-    b, d = r['baseline'], r['difference']
-    print(f\"{path}: rate {r['learning_rate']:g}, dev {r['dev']:.4f} (random weights \"
-          f\"{b['grid'][format(b['learning_rate'], 'g')]:.4f} at {b['learning_rate']:g}), test \"
-          f\"{r['mean']:.4f} ({r['interval'][0]:.4f} to {r['interval'][1]:.4f}), random weights \"
-          f\"{b['mean']:.4f}, difference {d['value']:+.4f} ({d['interval'][0]:+.4f} to \"
-          f\"{d['interval'][1]:+.4f})\")
-" "$out"/works_b{300,600,1200,2400}.json > "$out/readings.txt"
+# each arm at its dev-chosen rate, as finetune.py printed it: dev and test, random weights' dev and
+# test at their own rate, and the paired difference
+for b in 300 600 1200 2400; do
+    grep -A3 'test accuracy on' "$out/works_b$b.log"
+done > "$out/readings.txt"
 $PY dev/finetune_summary.py "$out"/works_b{300,600,1200}.json >> "$out/readings.txt"
