@@ -8,7 +8,8 @@ shift
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled
 PY=${PY:-.venv/bin/python}
-for s in "${@:-1337 1338 1339}"; do
+seeds=${*:-1337 1338 1339}
+for s in $seeds; do
     $PY train.py config/demo_staged_cpu.py --batch_size=8 --eval_iters=20 --eval_interval=500 \
         --seed="$s" --out_dir="$out/b8_s$s" > "$out/b8_s$s.log" 2>&1 &
     b8=$!
