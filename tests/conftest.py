@@ -12,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import runpy  # noqa: E402
 import signal  # noqa: E402
@@ -148,3 +149,13 @@ def learn_good_or_bad(ckpt: str, folder, device: str) -> dict:
                           f'--validation_file={folder / "dev.jsonl"}', '--text_fields=sentence',
                           '--learning_rate=3e-3', '--epochs=2', '--batch_size=16', '--pooling=mean',
                           f'--device={device}'])
+
+
+def load_dev_script(name: str):
+    """A script of dev/ as a module, to test its functions (with dev/ importable, as when run)."""
+    if f'{ROOT}/dev' not in sys.path:
+        sys.path.append(f'{ROOT}/dev')
+    spec = importlib.util.spec_from_file_location(name, f'{ROOT}/dev/{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,8 +1,8 @@
 """prepare.py --extend_tokenizer: new tokens learned on a domain corpus by going on with a base
 tokenizer's BPE merges; the same ids from tiktoken and the transformers files; text where no new
 token applies keeps its ids; bad input."""
-import hashlib
 import importlib.util
+import hashlib
 import json
 import math
 import random
@@ -17,8 +17,8 @@ import torch
 import transformers
 
 from checkpoint import checkpoint_encoder, load_checkpoint, load_model
-from conftest import (ROOT, losses, read_metrics, run_script, shakespeare_texts, stop_in_process,
-                      train, train_args)
+from conftest import (ROOT, load_dev_script, losses, read_metrics, run_script, shakespeare_texts,
+                      stop_in_process, train, train_args)
 from export_hf import export
 from test_curriculum import assert_resumes_exactly
 from tokenizer import (EXTENSION_FILE, TIKTOKEN_FILE, hf_tokenizer, load_recorded_tokenizer,
@@ -408,16 +408,6 @@ class PreviousToken(torch.nn.Module):
         before = torch.roll(x, 1, dims=-1)[..., None].double()
         total = x.sum(-1, keepdim=True)[..., None].double()
         return 4 * torch.sin(0.37 * before + 1e-4 * total + 0.011 * torch.arange(50368)), None
-
-
-def load_dev_script(name: str):
-    """A script of dev/ as a module, to test its functions (with dev/ importable, as when run)."""
-    if f'{ROOT}/dev' not in sys.path:
-        sys.path.append(f'{ROOT}/dev')
-    spec = importlib.util.spec_from_file_location(name, f'{ROOT}/dev/{name}.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_domain_eval_scores_a_word_by_the_chain_rule():

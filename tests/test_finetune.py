@@ -9,10 +9,11 @@ import types
 
 import numpy as np
 import pytest
+import torch
 
 import finetune
 from checkpoint import load_model
-from conftest import learn_good_or_bad, run_script, stop_in_process, train
+from conftest import learn_good_or_bad, load_dev_script, run_script, stop_in_process, train
 from data import shakespeare_split, shakespeare_works
 from model import Encoder
 from tokenizer import load_recorded_tokenizer, load_tokenizer
@@ -116,7 +117,6 @@ def test_a_model_of_another_split_is_refused_and_one_from_elsewhere_is_said_so(c
                                                                                capsys):
     """Every corpus the weights read counts: a start from elsewhere, a GUIDE teacher, a
     distillation teacher, each kept in the checkpoint's data history."""
-    import torch
     other = torch.load(ckpt, weights_only=True)
     (record,) = other['data_history']
     assert record['dataset'] == 'shakespeare'
@@ -150,7 +150,6 @@ def test_head_epochs_fit_the_head_on_the_frozen_encoder_first(ckpt, monkeypatch)
     statistics) while the encoder stays as it started; the epochs after train the encoder too. 17
     labels in batches of 8 end in a batch of one, which the running statistics standardize."""
     import copy
-    import torch
     loaded = load_model(ckpt)
     tok = load_recorded_tokenizer(loaded.tokenizer, ckpt)
     task = finetune.load_task(dict(finetune.DEFAULTS))
@@ -332,7 +331,6 @@ def test_a_setting_change_is_read_back_from_both_caches(ckpt, tmp_path, capsys):
 def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path):
     """A run's file changes with its seed, rate, start weights (for random weights only the
     architecture), each setting that shapes a run, the examples and the device type."""
-    import torch
     from model import EncoderConfig
     small = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                  num_attention_heads=2)
@@ -544,7 +542,6 @@ def test_bad_input_gets_one_line(case, ckpt, tmp_path):
 
 
 def test_a_model_without_a_tokenizer_is_refused(ckpt, tmp_path):
-    import torch
     bare = torch.load(ckpt, weights_only=True)
     del bare['tokenizer']
     torch.save(bare, tmp_path / 'bare.pt')
@@ -596,12 +593,31 @@ def test_diagnose_probes_line_pairs_and_val_loss_split_reads_train_text(ckpt):
         "--split=test: the split is 'train' or 'val'"]
 
 
+def test_val_loss_split_reads_runs_of_another_batch_size_on_one_sample(ckpt, tmp_path):
+    """--sample_of reads every checkpoint on the named run's evaluation batches: the same weights
+    saved with another batch size, count and seed read alike through either route, and unlike the
+    weights' own sample."""
+    other = torch.load(ckpt, map_location='cpu', weights_only=False)
+    other['config'] = dict(other['config'], batch_size=3, eval_iters=2, seed=11)
+    other['state'] = {k: v for k, v in other['state'].items() if k != 'batch_size'}
+    torch.save(other, tmp_path / 'other.pt')
+    split_losses = load_dev_script('val_loss_split').split_losses
+    own = split_losses(ckpt)['val_loss']
+    sample = f'--sample_of={tmp_path / "other.pt"}'
+    on_other = json.loads(run_script('dev/val_loss_split.py', sample, ckpt).stdout)['val_loss']
+    assert on_other == split_losses(str(tmp_path / 'other.pt'))['val_loss'] != own
+    assert split_losses(ckpt, sample_of=ckpt)['val_loss'] == own
+    bad = run_script('dev/val_loss_split.py', f'--sample_of={tmp_path / "none.pt"}', ckpt,
+                     check=False)
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines() == [
+        f'--sample_of={tmp_path / "none.pt"}: no such checkpoint; give a run\'s ckpt.pt']
+
+
 def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
     """dev/swap_parts.py: 'embedding' draws the token rows afresh and keeps the rest; 'body' keeps
     the rows and draws the rest (the LayerNorm after the rows included); the tied decoder follows
     the rows; 'row_scale' and 'row_center' change only the rows; bad arguments stop with one line
     and write nothing."""
-    import torch
     from checkpoint import checkpoint_encoder, load_checkpoint
     trained = checkpoint_encoder(load_checkpoint(ckpt))
     source = trained.state_dict()
@@ -655,7 +671,6 @@ def test_embedding_rows_reads_rms_and_cosine_by_frequency(ckpt, data_root, tmp_p
     """dev/embedding_rows.py: five frequency groups that cover the vocabulary; the initial draw's
     rows have the init's RMS and no shared direction, and a checkpoint's RMS is its rows' own; a
     folder without counts.npy stops with one line."""
-    import torch
     from checkpoint import checkpoint_encoder, load_checkpoint
     out = run_script('dev/embedding_rows.py', str(data_root / 'shakespeare'), ckpt).stdout
     initial, trained = out.splitlines()
