@@ -5,6 +5,10 @@
 #   bash assets/curriculum_budget/batch_300s/run.sh <runs> <out> <cache>
 # then the readings, every fine-tuning run read back from the cache:
 #   bash assets/curriculum_budget/batch_300s/run.sh <runs> <out> <cache> readings
+# PLAN.md's addendum: both arms on shakespeare_lines at 3.3e-4 into their own cache (two
+# processes), then B8 - A read back from it:
+#   bash assets/curriculum_budget/batch_300s/run.sh <runs> <out> <lines cache> lines
+#   bash assets/curriculum_budget/batch_300s/run.sh <runs> <out> <lines cache> lines_readings
 set -euo pipefail
 export runs=$1 out=$2 cache=$3
 mkdir -p "$out"
@@ -15,15 +19,30 @@ ckpts() {  # arm (b8, a): its checkpoints, comma-separated, in the order of the 
     for s in $seeds; do list+="$runs/${1}_s$s/ckpt.pt,"; done
     echo "${list%,}"
 }
-ft() {  # name, arm, baseline ('scratch' or an arm)
-    local base=$3
-    [ "$base" = scratch ] || base=$(ckpts "$base")
-    $PY finetune.py --init_from="$(ckpts "$2")" --baseline="$base" \
-        --task=shakespeare_works --max_train_samples=300 --epochs=10 \
+ft() {  # name, arm, baseline ('scratch', 'none' or an arm)
+    local base=$3 task=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
+    [ "${LINES:-}" = 1 ] && task=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
+    [ "$base" = scratch ] || [ "$base" = none ] || base=$(ckpts "$base")
+    $PY finetune.py --init_from="$(ckpts "$2")" --baseline="$base" "${task[@]}" \
         --learning_rate="${LR:-1e-3,3e-3,9e-3}" --pooling=mean --seeds=0,1,2 --zero_shot_tokens=0 \
         --cache_dir="$cache" --out="$out/$1.json" > "$out/$1.log" 2>&1
 }
 export -f ckpts ft
+if [ "${4:-}" = lines ]; then
+    export LINES=1 LR=3.3e-4
+    printf '%s\n' "lines_b8 b8 none" "lines_a a none" | xargs -P 2 -I{} bash -c 'ft {}'
+    exit 0
+fi
+if [ "${4:-}" = lines_readings ]; then
+    LINES=1 LR=3.3e-4 ft lines_b8_vs_a b8 a
+    if grep -q 'step [0-9]*/[0-9]*: loss' "$out/lines_b8_vs_a.log"; then
+        echo "lines_b8_vs_a trained runs: $cache is not the cache of the lines runs" >&2
+        exit 1
+    fi
+    { grep -A3 'test accuracy on' "$out/lines_b8_vs_a.log"
+      $PY dev/finetune_summary.py "$out/lines_b8_vs_a.json"; } > "$out/readings_lines.txt"
+    exit 0
+fi
 if [ "${4:-}" != readings ]; then
     printf '%s\n' "works_b8 b8 scratch" "works_a a scratch" | xargs -P 2 -I{} bash -c 'ft {}'
     exit 0
