@@ -56,10 +56,13 @@ for s in $seeds; do
         echo "$a $s $last"
     done
 done > "$out/pretrain_check.txt"
-for s in $seeds; do
-    $PY dev/val_loss_split.py --sample_of="$runs/a_s$s/ckpt.pt" "$runs/b8_s$s/ckpt.pt" \
-        "$runs/a_s$s/ckpt.pt"
-done > "$out/val_loss_split.jsonl"
+# (and, as a check added after the first read, on B8's own sample)
+for sample in a b8; do
+    for s in $seeds; do
+        $PY dev/val_loss_split.py --sample_of="$runs/${sample}_s$s/ckpt.pt" \
+            "$runs/b8_s$s/ckpt.pt" "$runs/a_s$s/ckpt.pt"
+    done > "$out/val_loss_split${sample#a}.jsonl"
+done
 ft works_b8 b8 scratch
 ft works_a a scratch
 ft works_b8_vs_a b8 a
@@ -74,7 +77,7 @@ for f in works_b8 works_a works_b8_vs_a works_b8_vs_a_3e-3; do
 done > "$out/readings.txt"
 $PY dev/finetune_summary.py "$out"/works_{b8,a,b8_vs_a,b8_vs_a_3e-3}.json >> "$out/readings.txt"
 # PLAN.md rule 2: val loss on A's sample, ids train never holds folded, B8 - A per seed
-$PY - "$out/val_loss_split.jsonl" >> "$out/readings.txt" <<'PY'
+$PY - "$out/val_loss_split.jsonl" "$out/val_loss_splitb8.jsonl" >> "$out/readings.txt" <<'PY'
 import json
 import sys
 
@@ -83,10 +86,11 @@ import numpy as np
 sys.path.insert(0, 'dev')
 from domain_arms_summary import t_interval  # noqa: E402
 
-rows = [json.loads(line) for line in open(sys.argv[1])]
-b8, a = rows[0::2], rows[1::2]
-for key in ('folded', 'val_loss'):
-    d = np.array([x[key] - y[key] for x, y in zip(b8, a)])
-    print(f'val loss ({key}) B8 - A per seed', np.round(d, 4).tolist(), 'mean and t-interval',
-          t_interval(d))
+for path in sys.argv[1:]:
+    rows = [json.loads(line) for line in open(path)]
+    b8, a = rows[0::2], rows[1::2]
+    for key in ('folded', 'val_loss'):
+        d = np.array([x[key] - y[key] for x, y in zip(b8, a)])
+        print(f'{path}: val loss ({key}) B8 - A per seed', np.round(d, 4).tolist(),
+              'mean and t-interval', t_interval(d))
 PY
