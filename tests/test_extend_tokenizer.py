@@ -1,8 +1,8 @@
 """prepare.py --extend_tokenizer: new tokens learned on a domain corpus by going on with a base
 tokenizer's BPE merges; the same ids from tiktoken and the transformers files; text where no new
 token applies keeps its ids; bad input."""
-import importlib.util
 import hashlib
+import importlib.util
 import json
 import math
 import random
