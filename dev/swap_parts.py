@@ -5,6 +5,8 @@ part replaced by a fresh draw of the architecture's own init, to fine-tune like 
     python dev/swap_parts.py <ckpt.pt> body <draw> <out.pt>       # everything but those rows fresh
     python dev/swap_parts.py <ckpt.pt> row_scale <draw> <out.pt>  # rows scaled to the draw's RMS
     python dev/swap_parts.py <ckpt.pt> row_center <draw> <out.pt>  # the mean row taken from each
+    python dev/swap_parts.py <ckpt.pt> rare_rows <draw> <out.pt> <vocab_K.pt>  # rare group fresh
+    python dev/swap_parts.py <ckpt.pt> core_rows <draw> <out.pt> <vocab_K.pt>  # kept ids fresh
 
 The two parts split the model: the rows (`tok_embeddings`) on one side; the LayerNorm after them,
 the layers, the final norm and the MLM head on the other. `draw` seeds the fresh weights. A tied
@@ -13,7 +15,10 @@ rescales each row to the fresh rows' RMS: the LayerNorm after the rows undoes th
 eps), so the encoder's function stays, while a fine-tuning step moves the rows more relative to
 their size. `row_center` subtracts the mean of all rows from every row, the direction they share
 (the first step of Mu and Viswanath's all-but-the-top, 2018); `draw` only seeds the random ids the
-moved states are measured on. ModernBERT checkpoints only.
+moved states are measured on. `rare_rows` and `core_rows` split the rows by a remapping file's
+kept ids (the core a curriculum trains from its start; the rare group, every other id, is RARE until
+the grow): one group drawn afresh, the other and the rest of the model kept. ModernBERT checkpoints
+only.
 """
 import os
 import sys
@@ -27,9 +32,13 @@ from model import Encoder  # noqa: E402
 
 ROWS = 'model.embeddings.tok_embeddings.weight'
 
-source, part, draw, out = sys.argv[1:]
-if part not in ('embedding', 'body', 'row_scale', 'row_center'):
-    sys.exit(f"unknown part '{part}': use embedding, body, row_scale or row_center")
+PARTS = ('embedding', 'body', 'row_scale', 'row_center', 'rare_rows', 'core_rows')
+source, part, draw, out, *remapping = sys.argv[1:]
+if part not in PARTS:
+    sys.exit(f"unknown part '{part}': use one of {', '.join(PARTS)}")
+if part.endswith('_rows') != bool(remapping):
+    sys.exit(f'{part} takes a remapping file (vocab_K.pt) after the output file only with '
+             'rare_rows and core_rows')
 if os.path.abspath(out) == os.path.abspath(source):
     sys.exit(f'{out} is the source checkpoint; name another output file')
 ckpt = load_checkpoint(source)
@@ -43,6 +52,12 @@ if part == 'embedding':
     weights[ROWS] = fresh[ROWS]
 elif part == 'body':
     weights = {**fresh, ROWS: weights[ROWS]}
+elif part.endswith('_rows'):
+    core = torch.zeros(len(weights[ROWS]), dtype=torch.bool)
+    core[torch.load(remapping[0], weights_only=False)['shrunk_to_full']] = True
+    group = ~core if part == 'rare_rows' else core
+    weights[ROWS] = torch.where(group[:, None], fresh[ROWS], weights[ROWS])
+    print(f'{part}: {int(group.sum())} of {len(group)} rows drawn afresh')
 elif part == 'row_center':
     weights[ROWS] = weights[ROWS] - weights[ROWS].mean(0, keepdim=True)
 else:
