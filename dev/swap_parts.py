@@ -37,8 +37,10 @@ source, part, draw, out, *remapping = sys.argv[1:]
 if part not in PARTS:
     sys.exit(f"unknown part '{part}': use one of {', '.join(PARTS)}")
 if part.endswith('_rows') != bool(remapping):
-    sys.exit(f'{part} takes a remapping file (vocab_K.pt) after the output file only with '
-             'rare_rows and core_rows')
+    sys.exit(f'{part}: rare_rows and core_rows, and only they, take a remapping file (vocab_K.pt) '
+             'after the output file')
+if remapping and not os.path.isfile(remapping[0]):
+    sys.exit(f'{remapping[0]}: no such remapping file; give a vocab_K.pt that prepare.py wrote')
 if os.path.abspath(out) == os.path.abspath(source):
     sys.exit(f'{out} is the source checkpoint; name another output file')
 ckpt = load_checkpoint(source)

@@ -613,11 +613,12 @@ def test_val_loss_split_reads_runs_of_another_batch_size_on_one_sample(ckpt, tmp
         f'--sample_of={tmp_path / "none.pt"}: no such checkpoint; give a run\'s ckpt.pt']
 
 
-def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
+def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, data_root, tmp_path):
     """dev/swap_parts.py: 'embedding' draws the token rows afresh and keeps the rest; 'body' keeps
     the rows and draws the rest (the LayerNorm after the rows included); the tied decoder follows
-    the rows; 'row_scale' and 'row_center' change only the rows; bad arguments stop with one line
-    and write nothing."""
+    the rows; 'row_scale' and 'row_center' change only the rows; 'rare_rows' and 'core_rows' draw
+    afresh the rows outside, or inside, a remapping file's kept ids; bad arguments stop with one
+    line and write nothing."""
     from checkpoint import checkpoint_encoder, load_checkpoint
     trained = checkpoint_encoder(load_checkpoint(ckpt))
     source = trained.state_dict()
@@ -659,8 +660,27 @@ def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, tmp_path):
     shift = source[rows] - centred[rows]
     assert torch.allclose(shift, source[rows].mean(0).expand_as(shift), atol=1e-6)
     assert centred[rows].mean(0).abs().max() < 1e-6
+    # rare_rows / core_rows: the rows of one side of the 512-token remapping's kept ids fresh
+    remapping = str(data_root / 'shakespeare' / 'vocab_512.pt')
+    core = torch.zeros(trained.config.vocab_size, dtype=torch.bool)
+    core[torch.load(remapping, weights_only=False)['shrunk_to_full']] = True
+    assert 0 < core.sum() < len(core)
+    for part, fresh_rows in (('rare_rows', ~core), ('core_rows', core)):
+        out = tmp_path / f'{part}.pt'
+        said = run_script('dev/swap_parts.py', ckpt, part, '7', str(out), remapping).stdout
+        assert f'{int(fresh_rows.sum())} of {len(core)} rows drawn afresh' in said
+        model = checkpoint_encoder(load_checkpoint(str(out))).state_dict()
+        for name, w in model.items():
+            if name not in (rows, 'decoder.weight'):
+                assert torch.equal(w, source[name]), (part, name)
+        assert torch.equal(model[rows][fresh_rows], fresh[rows][fresh_rows])
+        assert torch.equal(model[rows][~fresh_rows], source[rows][~fresh_rows])
+        assert torch.equal(model['decoder.weight'], model[rows])
     for args, says in (((ckpt, 'head', '0', str(tmp_path / 'x.pt')), "unknown part 'head'"),
-                       ((ckpt, 'body', '0', ckpt), 'is the source checkpoint')):
+                       ((ckpt, 'body', '0', ckpt), 'is the source checkpoint'),
+                       ((ckpt, 'rare_rows', '0', str(tmp_path / 'x.pt')), 'and only they, take a remapping'),
+                       ((ckpt, 'body', '0', str(tmp_path / 'x.pt'), remapping),
+                        'and only they, take a remapping')):
         result = run_script('dev/swap_parts.py', *args, check=False)
         assert result.returncode != 0 and says in result.stderr
         assert 'Traceback' not in result.stderr
