@@ -678,7 +678,8 @@ def test_swap_parts_splits_a_checkpoint_into_rows_and_body(ckpt, data_root, tmp_
         assert torch.equal(model['decoder.weight'], model[rows])
     for args, says in (((ckpt, 'head', '0', str(tmp_path / 'x.pt')), "unknown part 'head'"),
                        ((ckpt, 'body', '0', ckpt), 'is the source checkpoint'),
-                       ((ckpt, 'rare_rows', '0', str(tmp_path / 'x.pt')), 'and only they, take a remapping'),
+                       ((ckpt, 'rare_rows', '0', str(tmp_path / 'x.pt')),
+                        'and only they, take a remapping'),
                        ((ckpt, 'body', '0', str(tmp_path / 'x.pt'), remapping),
                         'and only they, take a remapping')):
         result = run_script('dev/swap_parts.py', *args, check=False)
