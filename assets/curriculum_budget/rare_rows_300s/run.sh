@@ -23,6 +23,26 @@ ft() {  # name, file, baseline ('scratch' or a file)
         --zero_shot_tokens=0 --cache_dir="$cache" --out="$out/$1.json" > "$out/$1.log" 2>&1
 }
 export -f ckpts ft
+# the addendum: P, the rare rows alone (K's checkpoints with the body drawn afresh), two processes,
+# then read against random weights and K
+#   bash assets/curriculum_budget/rare_rows_300s/run.sh <untied_300s runs> <out> <cache> rare_only
+if [ "${4:-}" = rare_only ]; then
+    for s in $seeds; do
+        $PY dev/swap_parts.py "$runs/staged_s$s/core.pt" body 0 "$runs/staged_s$s/rare_only.pt"
+    done > "$out/swap_check_rare_only.txt"
+    seeds="1337 1338 1339" ft works_rare_only_a rare_only.pt scratch & a=$!
+    seeds="1340 1341" ft works_rare_only_b rare_only.pt scratch & b=$!
+    wait "$a"
+    wait "$b"
+    ft works_rare_only rare_only.pt scratch
+    ft works_rare_only_vs_core rare_only.pt core.pt
+    { for f in works_rare_only works_rare_only_vs_core; do
+        echo "== $f"
+        grep -A3 'test accuracy on' "$out/$f.log"
+      done
+      $PY dev/finetune_summary.py "$out"/works_rare_only{,_vs_core}.json; } > "$out/readings_rare_only.txt"
+    exit 0
+fi
 if [ "${4:-}" != readings ]; then
     for s in $seeds; do
         for part in rare core; do
