@@ -40,7 +40,8 @@ if [ "${4:-}" = rare_only ]; then
         echo "== $f"
         grep -A3 'test accuracy on' "$out/$f.log"
       done
-      $PY dev/finetune_summary.py "$out"/works_rare_only{,_vs_core}.json; } > "$out/readings_rare_only.txt"
+      $PY dev/finetune_summary.py "$out"/works_rare_only{,_vs_core}.json
+    } > "$out/readings_rare_only.txt"
     exit 0
 fi
 if [ "${4:-}" != readings ]; then
@@ -65,4 +66,5 @@ for f in works_rare works_core works_a works_rare_vs_a works_core_vs_a; do
     echo "== $f"
     grep -A3 'test accuracy on' "$out/$f.log"
 done > "$out/readings.txt"
-$PY dev/finetune_summary.py "$out"/works_{rare,core,a,rare_vs_a,core_vs_a}.json >> "$out/readings.txt"
+$PY dev/finetune_summary.py "$out"/works_{rare,core,a,rare_vs_a,core_vs_a}.json \
+    >> "$out/readings.txt"
