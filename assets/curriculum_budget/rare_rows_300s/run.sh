@@ -44,6 +44,29 @@ if [ "${4:-}" = rare_only ]; then
     } > "$out/readings_rare_only.txt"
     exit 0
 fi
+# addendum 2: B, every row pre-trained and the layers fresh (draw 0), two processes, then the 2 x 2
+#   bash assets/curriculum_budget/rare_rows_300s/run.sh <untied_300s runs> <out> <cache> rows_only
+if [ "${4:-}" = rows_only ]; then
+    for s in $seeds; do
+        $PY dev/swap_parts.py "$runs/staged_s$s/ckpt.pt" body 0 "$runs/staged_s$s/rows_only.pt"
+    done > "$out/swap_check_rows_only.txt"
+    seeds="1337 1338 1339" ft works_rows_only_a rows_only.pt scratch & a=$!
+    seeds="1340 1341" ft works_rows_only_b rows_only.pt scratch & b=$!
+    wait "$a"
+    wait "$b"
+    ft works_rows_only rows_only.pt scratch
+    ft works_rows_only_vs_a rows_only.pt ckpt.pt
+    ft works_rare_only_vs_rows_only rare_only.pt rows_only.pt
+    { for f in works_rows_only works_rows_only_vs_a works_rare_only_vs_rows_only; do
+        echo "== $f"
+        grep -A3 'test accuracy on' "$out/$f.log"
+      done
+      $PY dev/finetune_summary.py \
+          "$out"/works_{rows_only,rows_only_vs_a,rare_only_vs_rows_only}.json
+      $PY assets/curriculum_budget/rare_rows_300s/factorial.py "$out"
+    } > "$out/readings_rows_only.txt"
+    exit 0
+fi
 if [ "${4:-}" != readings ]; then
     for s in $seeds; do
         for part in rare core; do
