@@ -23,18 +23,23 @@ ft() {  # name, file, baseline ('scratch' or a file)
         --zero_shot_tokens=0 --cache_dir="$cache" --out="$out/$1.json" > "$out/$1.log" 2>&1
 }
 export -f ckpts ft
+fresh_body() {  # source file, name: the source checkpoints with the body drawn afresh (draw 0) as
+    # <name>.pt, fine-tuned in two processes, then read back whole against random weights
+    local s a b
+    for s in $seeds; do
+        $PY dev/swap_parts.py "$runs/staged_s$s/$1" body 0 "$runs/staged_s$s/$2.pt"
+    done > "$out/swap_check_$2.txt"
+    seeds="1337 1338 1339" ft "works_$2_a" "$2.pt" scratch & a=$!
+    seeds="1340 1341" ft "works_$2_b" "$2.pt" scratch & b=$!
+    wait "$a"
+    wait "$b"
+    ft "works_$2" "$2.pt" scratch
+}
 # the addendum: P, the rare rows alone (K's checkpoints with the body drawn afresh), two processes,
 # then read against random weights and K
 #   bash assets/curriculum_budget/rare_rows_300s/run.sh <untied_300s runs> <out> <cache> rare_only
 if [ "${4:-}" = rare_only ]; then
-    for s in $seeds; do
-        $PY dev/swap_parts.py "$runs/staged_s$s/core.pt" body 0 "$runs/staged_s$s/rare_only.pt"
-    done > "$out/swap_check_rare_only.txt"
-    seeds="1337 1338 1339" ft works_rare_only_a rare_only.pt scratch & a=$!
-    seeds="1340 1341" ft works_rare_only_b rare_only.pt scratch & b=$!
-    wait "$a"
-    wait "$b"
-    ft works_rare_only rare_only.pt scratch
+    fresh_body core.pt rare_only
     ft works_rare_only_vs_core rare_only.pt core.pt
     { for f in works_rare_only works_rare_only_vs_core; do
         echo "== $f"
@@ -47,14 +52,7 @@ fi
 # addendum 2: B, every row pre-trained and the layers fresh (draw 0), two processes, then the 2 x 2
 #   bash assets/curriculum_budget/rare_rows_300s/run.sh <untied_300s runs> <out> <cache> rows_only
 if [ "${4:-}" = rows_only ]; then
-    for s in $seeds; do
-        $PY dev/swap_parts.py "$runs/staged_s$s/ckpt.pt" body 0 "$runs/staged_s$s/rows_only.pt"
-    done > "$out/swap_check_rows_only.txt"
-    seeds="1337 1338 1339" ft works_rows_only_a rows_only.pt scratch & a=$!
-    seeds="1340 1341" ft works_rows_only_b rows_only.pt scratch & b=$!
-    wait "$a"
-    wait "$b"
-    ft works_rows_only rows_only.pt scratch
+    fresh_body ckpt.pt rows_only
     ft works_rows_only_vs_a rows_only.pt ckpt.pt
     ft works_rare_only_vs_rows_only rare_only.pt rows_only.pt
     { for f in works_rows_only works_rows_only_vs_a works_rare_only_vs_rows_only; do
