@@ -85,6 +85,10 @@ DEFAULTS = dict(
     head_epochs=0,  # epochs that train the head alone on the frozen encoder before the epochs that
     #   train every weight (LP-FT: the head starts the fine-tuning already fitted, so its first
     #   random gradients do not reach the encoder); each stage warms up and decays on its own
+    relative_lr=False,  # each encoder tensor's rate times its RMS over the same tensor's in a fresh
+    #   draw of the architecture (LARS's trust ratio, fixed at the start): Adam's steps are about
+    #   the rate in size, so this moves a pre-trained tensor grown larger than its initialisation
+    #   by the same share of itself as random weights move
     batch_size=32,
     max_length=128,  # tokens, [CLS] and [SEP] included; longer inputs are cut
     classifier_dropout=0.1,
@@ -585,6 +589,25 @@ def warmup_then_decay(optimizer: torch.optim.Optimizer, steps: int,
         optimizer, lambda s: min((s + 1) / (warmup + 1), (steps - s) / max(1, steps - warmup)))
 
 
+def init_rms(config) -> dict[str, float]:
+    """Each encoder tensor's RMS in a fresh draw of the architecture (seed 0, the caller's random
+    state untouched)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        fresh = Encoder(config)
+    return {f'encoder.{n}': p.float().pow(2).mean().sqrt().item()
+            for n, p in fresh.named_parameters()}
+
+
+def relative_lr_groups(groups: list[dict], reference: dict[str, float], lr: float) -> list[dict]:
+    """groups split into one group per tensor, each at lr times the tensor's RMS over its
+    reference; the head's new tensors, and those a fresh draw sets to zero, keep lr."""
+    def rate(name: str, p: torch.Tensor) -> float:
+        ref = reference.get(name, 0.0)
+        return lr * p.detach().float().pow(2).mean().sqrt().item() / ref if ref > 0 else lr
+    return [dict(g, params=[(n, p)], lr=rate(n, p)) for g in groups for n, p in g['params']]
+
+
 def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, seed: int, lr: float,
              from_scratch: bool, run=None) -> dict:
     """Fine-tune (or probe) encoder's starting weights with a new head at learning rate lr, on the
@@ -594,7 +617,10 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
     model = SequenceClassifier(encoder, task.num_labels, cfg['pooling'], cfg['classifier_dropout'],
                                cfg['probe'], cfg['standardize'])
     model.to(cfg['device'])
-    optimizer = torch.optim.AdamW(weight_decay_groups(model, cfg['weight_decay']), lr=lr)
+    groups = weight_decay_groups(model, cfg['weight_decay'])
+    if cfg['relative_lr']:
+        groups = relative_lr_groups(groups, init_rms(encoder.config), lr)
+    optimizer = torch.optim.AdamW(groups, lr=lr)
     ids, labels = data['train']
     subset = labelled_subset(len(ids), cfg['max_train_samples'], seed)
     order_gen = torch.Generator().manual_seed(seed)
@@ -674,6 +700,8 @@ class RunCache:
         self.common = dict(examples=hashlib.sha256(examples.encode()).hexdigest(),
                            device=torch.device(cfg['device']).type, torch=torch.__version__,
                            **{k: cfg[k] for k in RUN_SETTINGS})
+        if cfg['relative_lr']:  # only when set, so that runs cached before it existed read back
+            self.common['relative_lr'] = True
         self.starts = {}  # id(encoder) -> what it is, hashed once
 
     def path(self, encoder: Encoder, from_scratch: bool, seed: int, lr: float) -> Path:
@@ -1060,6 +1088,7 @@ def main(argv: list[str]) -> dict:
                   from_scratch=cfg['from_scratch'], probe=cfg['probe'], pooling=cfg['pooling'],
                   standardize=cfg['standardize'],
                   epochs=cfg['epochs'], head_epochs=cfg['head_epochs'],
+                  relative_lr=cfg['relative_lr'],
                   batch_size=cfg['batch_size'], max_length=cfg['max_length'],
                   train_examples=len(labelled_subset(len(task.train), cfg['max_train_samples'], 0)),
                   test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note,
