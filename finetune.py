@@ -653,7 +653,8 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
                     eta = (time.time() - t0) / step * (steps - step)
                     print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}{'' if whole else ' (head)'}, "
                           f'step {step}/{steps}: loss {loss.item():.4f}, '
-                          f'lr now {schedule.get_last_lr()[0]:.2e}, eta {eta / 60:.1f} min')
+                          f'lr now {lr * schedule.lr_lambdas[0](step):.2e}, '
+                          f'eta {eta / 60:.1f} min')
         done += stage_epochs
     predictions = {split: predict(model, split_ids, cfg['batch_size'], pad_id, cfg['device'])
                    for split, (split_ids, _) in data['evals'].items()}

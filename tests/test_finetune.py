@@ -16,6 +16,7 @@ from checkpoint import load_model
 from conftest import learn_good_or_bad, load_dev_script, run_script, stop_in_process, train
 from data import shakespeare_split, shakespeare_works
 from model import Encoder
+from optim import weight_decay_groups
 from tokenizer import load_recorded_tokenizer, load_tokenizer
 
 
@@ -177,6 +178,40 @@ def test_head_epochs_fit_the_head_on_the_frozen_encoder_first(ckpt, monkeypatch)
         # the head and the running statistics moved in either case
         assert all(not torch.equal(model.start[k], v) for k, v in model.state_dict().items()
                    if k.startswith(('head.', 'classifier.', 'norm.running_')))
+
+
+def test_relative_lr_sizes_each_tensors_rate_by_its_growth_over_the_init(ckpt, tmp_path):
+    """--relative_lr: a tensor grown to three times its size trains at three times the rate, one
+    shrunk to half at half the rate; the classifier's new tensors train at the rate itself, and so,
+    nearly, does every tensor of random weights. End to end the option is its own run in the
+    cache, and the result says it was set."""
+    encoder = load_model(ckpt).model
+    reference = finetune.init_rms(encoder.config)
+
+    def rates(encoder: Encoder) -> dict:
+        model = finetune.SequenceClassifier(encoder, 2, 'mean', 0.1)
+        groups = finetune.relative_lr_groups(weight_decay_groups(model, 0.01), reference, 1e-3)
+        assert all(len(g['params']) == 1 for g in groups)
+        return {g['params'][0][0]: g['lr'] for g in groups}
+
+    before = rates(encoder)
+    embedding, wo = 'encoder.model.embeddings.tok_embeddings.weight', \
+        'encoder.model.layers.0.attn.Wo.weight'
+    with torch.no_grad():
+        encoder.get_parameter(embedding[len('encoder.'):]).mul_(3)
+        encoder.get_parameter(wo[len('encoder.'):]).mul_(0.5)
+    after = rates(encoder)
+    assert after[embedding] / before[embedding] == pytest.approx(3, rel=1e-5)
+    assert after[wo] / before[wo] == pytest.approx(0.5, rel=1e-5)
+    assert all(lr == 1e-3 for name, lr in after.items() if not name.startswith('encoder.'))
+    scratch = rates(finetune.starting_encoder(encoder, True, 1))
+    assert all(0.85 < lr / 1e-3 < 1.15 for lr in scratch.values())
+    args = [f'--init_from={ckpt}', '--baseline=scratch', '--max_train_samples=32',
+            '--max_eval_samples=32', '--epochs=1', '--batch_size=16', '--max_length=64',
+            '--zero_shot_tokens=0', '--device=cpu', f'--cache_dir={tmp_path}', '--seeds=0,1,2']
+    assert not finetune.main(args)['relative_lr']
+    assert finetune.main([*args, '--relative_lr'])['relative_lr']
+    assert len(list(tmp_path.glob('*.pt'))) == 12  # 3 seeds x 2 arms, with and without
 
 
 def test_zero_shot_scores_a_trained_mlm_above_random_weights(ckpt):
@@ -354,6 +389,9 @@ def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path):
                *[cache({k: 'other'}).path(encoder, False, 0, 1e-3)
                  for k in finetune.RUN_SETTINGS]]
     assert path not in changed and len(set(changed)) == len(changed)
+    # a setting added later keys only the runs that set it: older caches still read back
+    assert 'relative_lr' not in base.common
+    assert cache({'relative_lr': True}).path(encoder, False, 0, 1e-3) not in [path, *changed]
     # random weights: the same draw whichever weights of the architecture it is given
     assert base.path(other, True, 0, 1e-3) == base.path(encoder, True, 0, 1e-3)
 

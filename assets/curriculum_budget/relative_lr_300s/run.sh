@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# PLAN.md: the five tied 300 s checkpoints of untied_300s/ fine-tuned on shakespeare_works with
+# --relative_lr, grid 1e-3, 3e-3, against random weights under the same option, two processes into
+# one run cache; then the whole comparison read back from it, and paired with the plain runs:
+#   bash assets/curriculum_budget/relative_lr_300s/run.sh <untied_300s runs> <out> <cache>
+set -euo pipefail
+runs=$1 out=$2 cache=$3
+here=assets/curriculum_budget/relative_lr_300s
+mkdir -p "$out"
+export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
+PY=${PY:-.venv/bin/python}
+ckpts() {  # seeds: their checkpoints, comma-separated
+    local s list=
+    for s in "$@"; do list+="$runs/staged_s$s/ckpt.pt,"; done
+    echo "${list%,}"
+}
+ft() {  # name, baseline, rates, seeds...
+    local name=$1 base=$2 rates=$3
+    shift 3
+    $PY finetune.py --init_from="$(ckpts "$@")" --baseline="$base" --task=shakespeare_works \
+        --max_train_samples=300 --epochs=10 --learning_rate="$rates" --pooling=mean \
+        --seeds=0,1,2 --relative_lr=True --zero_shot_tokens=0 --cache_dir="$cache" \
+        --out="$out/$name.json" > "$out/$name.log" 2>&1
+}
+ft works_rel_a scratch 1e-3,3e-3 1337 1338 1339 & a=$!
+ft works_rel_b none 1e-3,3e-3 1340 1341 & b=$!
+wait "$a"
+wait "$b"
+ft works_rel scratch 1e-3,3e-3 1337 1338 1339 1340 1341
+ft works_rel_3e-3 scratch 3e-3 1337 1338 1339 1340 1341  # read back: the plain runs' rate
+{ grep -A3 'test accuracy on' "$out/works_rel.log"
+  $PY dev/finetune_summary.py "$out/works_rel.json" "$out/works_rel_3e-3.json"
+  $PY $here/readings.py "$out"/works_rel{,_3e-3}.json assets/curriculum_budget/rare_rows_300s/works_a.json
+} > "$out/readings.txt"
