@@ -9,6 +9,7 @@ here=assets/curriculum_budget/relative_lr_300s
 mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
+export runs out cache PY
 ckpts() {  # seeds: their checkpoints, comma-separated
     local s list=
     for s in "$@"; do list+="$runs/staged_s$s/ckpt.pt,"; done
@@ -19,9 +20,25 @@ ft() {  # name, baseline, rates, seeds...
     shift 3
     $PY finetune.py --init_from="$(ckpts "$@")" --baseline="$base" --task=shakespeare_works \
         --max_train_samples=300 --epochs=10 --learning_rate="$rates" --pooling=mean \
-        --seeds=0,1,2 --relative_lr=True --zero_shot_tokens=0 --cache_dir="$cache" \
+        --seeds=0,1,2 --relative_lr="${relative-True}" --zero_shot_tokens=0 --cache_dir="$cache" \
         --out="$out/$name.json" > "$out/$name.log" 2>&1
 }
+export -f ckpts ft
+# the addendum: the plain protocol at 1e-3, into the untied_300s cache (two processes), read back
+#   bash assets/curriculum_budget/relative_lr_300s/run.sh <untied_300s runs> <out> <cache> \
+#       plain_1e-3 <untied_300s cache>
+if [ "${4:-}" = plain_1e-3 ]; then
+    plain=(env relative=False cache="$5")
+    "${plain[@]}" bash -c 'ft works_plain_1e-3_a scratch 1e-3 1337 1338 1339' & a=$!
+    "${plain[@]}" bash -c 'ft works_plain_1e-3_b none 1e-3 1340 1341' & b=$!
+    wait "$a"
+    wait "$b"
+    "${plain[@]}" bash -c 'ft works_plain_1e-3 scratch 1e-3 1337 1338 1339 1340 1341'
+    ft works_rel_1e-3 scratch 1e-3 1337 1338 1339 1340 1341
+    $PY $here/readings.py "$out"/works_rel_1e-3.json "$out"/works_plain_1e-3.json \
+        > "$out/readings_1e-3.txt"
+    exit 0
+fi
 ft works_rel_a scratch 1e-3,3e-3 1337 1338 1339 & a=$!
 ft works_rel_b none 1e-3,3e-3 1340 1341 & b=$!
 wait "$a"
@@ -30,5 +47,6 @@ ft works_rel scratch 1e-3,3e-3 1337 1338 1339 1340 1341
 ft works_rel_3e-3 scratch 3e-3 1337 1338 1339 1340 1341  # read back: the plain runs' rate
 { grep -A3 'test accuracy on' "$out/works_rel.log"
   $PY dev/finetune_summary.py "$out/works_rel.json" "$out/works_rel_3e-3.json"
-  $PY $here/readings.py "$out"/works_rel{,_3e-3}.json assets/curriculum_budget/rare_rows_300s/works_a.json
+  $PY $here/readings.py "$out"/works_rel{,_3e-3}.json \
+      assets/curriculum_budget/rare_rows_300s/works_a.json
 } > "$out/readings.txt"
