@@ -39,6 +39,18 @@ if [ "${4:-}" = plain_1e-3 ]; then
         > "$out/readings_1e-3.txt"
     exit 0
 fi
+# the fit: the relative runs of the checkpoints made again into a fresh cache, for their training
+# logs (a second call of the default mode reads the runs back and keeps no loss), then ratios.py
+#   bash assets/curriculum_budget/relative_lr_300s/run.sh <untied_300s runs> <out> <cache> fit
+if [ "${4:-}" = fit ]; then
+    export cache=$out/cache_fit
+    ft works_fit_a none 1e-3,3e-3 1337 1338 1339 & a=$!
+    ft works_fit_b none 1e-3,3e-3 1340 1341 & b=$!
+    wait "$a"
+    wait "$b"
+    $PY $here/ratios.py "$runs" "$out" > "$out/ratios.txt"
+    exit 0
+fi
 ft works_rel_a scratch 1e-3,3e-3 1337 1338 1339 & a=$!
 ft works_rel_b none 1e-3,3e-3 1340 1341 & b=$!
 wait "$a"
