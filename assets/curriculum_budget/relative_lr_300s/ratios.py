@@ -1,9 +1,10 @@
 """The rate multipliers --relative_lr gives each checkpoint's tensors (each tensor's RMS over a
 fresh draw's), by kind of tensor, and random weights' (fine-tuning seeds 1 and 2: seed 0's draw is
-the reference itself); and the last-batch training loss of the checkpoints' relative runs (run.sh's
-`fit`), by rate.
+the reference itself); and the last-batch training loss of every run in the fine-tuning logs given,
+by log, arm and rate: run.sh `fit`'s relative runs, and untied_300s/'s plain ones.
 
-    python assets/curriculum_budget/relative_lr_300s/ratios.py <untied_300s runs> <out> > ratios.txt
+    python assets/curriculum_budget/relative_lr_300s/ratios.py <untied_300s runs> <log>... \
+        > ratios.txt
 """
 import re
 import statistics
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 import finetune  # noqa: E402
 from checkpoint import load_model  # noqa: E402
 
-runs, out = Path(sys.argv[1]), Path(sys.argv[2])
+runs = Path(sys.argv[1])
 
 
 def ratios(encoder, reference: dict) -> dict:
@@ -38,17 +39,18 @@ fresh = [r for seed in (1, 2) for r in ratios(finetune.starting_encoder(encoder,
 print(f'random weights, seeds 1 and 2: {min(fresh):.3f} to {max(fresh):.3f}')
 LAST = re.compile(r'lr (\S+), seed \d, epoch 10, step 100/100: loss ([\d.]+)')
 losses = defaultdict(list)
-for log in ('works_fit_a.log', 'works_fit_b.log'):
+for log in sys.argv[2:]:
     # a checkpoint's runs follow its "checkpoint k of n" line, three seeds at one rate; runs
     # after the third with no new header are random weights'
     since_header = 0
-    for line in (out / log).read_text().splitlines():
+    for line in Path(log).read_text().splitlines():
         if line.startswith('checkpoint '):
             since_header = 0
         elif match := LAST.match(line):
             since_header += 1
             arm = 'checkpoints' if since_header <= 3 else 'random weights'
-            losses[arm, match[1]].append(float(match[2]))
-for (arm, lr), values in sorted(losses.items()):
-    print(f'{arm}, {lr}: {len(values)} runs, last-batch loss median',
+            # one study's processes (works_fit_a, works_fit_b) pool
+            losses[re.sub(r'_[ab]$', '', Path(log).stem), arm, match[1]].append(float(match[2]))
+for (log, arm, lr), values in sorted(losses.items()):
+    print(f'{log}, {arm}, {lr}: {len(values)} runs, last-batch loss median',
           f'{statistics.median(values):.4f} ({min(values):.4f} to {max(values):.4f})')

@@ -48,7 +48,8 @@ if [ "${4:-}" = fit ]; then
     ft works_fit_b none 1e-3,3e-3 1340 1341 & b=$!
     wait "$a"
     wait "$b"
-    $PY $here/ratios.py "$runs" "$out" > "$out/ratios.txt"
+    $PY $here/ratios.py "$runs" "$out"/works_fit_{a,b}.log \
+        assets/curriculum_budget/untied_300s/works_staged.log > "$out/ratios.txt"
     exit 0
 fi
 ft works_rel_a scratch 1e-3,3e-3 1337 1338 1339 & a=$!
