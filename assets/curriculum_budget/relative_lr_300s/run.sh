@@ -39,6 +39,23 @@ if [ "${4:-}" = plain_1e-3 ]; then
         > "$out/readings_1e-3.txt"
     exit 0
 fi
+# addendum 2: 1.7e-3 in both protocols (relative into <cache>, plain into the untied_300s cache),
+# one process each, then each protocol's grid with it read back
+#   bash assets/curriculum_budget/relative_lr_300s/run.sh <untied_300s runs> <out> <cache> mid \
+#       <untied_300s cache>
+if [ "${4:-}" = mid ]; then
+    ft works_rel_mid scratch 1.7e-3 1337 1338 1339 1340 1341 & a=$!
+    env relative=False cache="$5" bash -c \
+        'ft works_plain_mid scratch 1.7e-3 1337 1338 1339 1340 1341' & b=$!
+    wait "$a"
+    wait "$b"
+    ft works_rel_grid scratch 3.3e-4,1e-3,1.7e-3,3e-3 1337 1338 1339 1340 1341
+    env relative=False cache="$5" bash -c \
+        'ft works_plain_grid scratch 1e-3,1.7e-3,3e-3,9e-3 1337 1338 1339 1340 1341'
+    $PY $here/readings.py "$out"/works_{rel_grid,rel_mid,plain_grid}.json > "$out/readings_mid.txt"
+    $PY $here/readings.py "$out"/works_{rel_mid,plain_mid}.json >> "$out/readings_mid.txt"
+    exit 0
+fi
 # the fit: the relative runs of the checkpoints made again into a fresh cache, for their training
 # logs (a second call of the default mode reads the runs back and keeps no loss), then ratios.py
 #   bash assets/curriculum_budget/relative_lr_300s/run.sh <untied_300s runs> <out> <cache> fit
