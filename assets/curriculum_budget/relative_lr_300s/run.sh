@@ -49,7 +49,8 @@ if [ "${4:-}" = mid ]; then
         'ft works_plain_mid scratch 1.7e-3 1337 1338 1339 1340 1341' & b=$!
     wait "$a"
     wait "$b"
-    ft works_rel_grid scratch 3.3e-4,1e-3,1.7e-3,3e-3 1337 1338 1339 1340 1341
+    # 1e-3 / 3, the extension the first call ran, exactly, so that its runs read back
+    ft works_rel_grid scratch 0.0003333333333333333,1e-3,1.7e-3,3e-3 1337 1338 1339 1340 1341
     env relative=False cache="$5" bash -c \
         'ft works_plain_grid scratch 1e-3,1.7e-3,3e-3,9e-3 1337 1338 1339 1340 1341'
     $PY $here/readings.py "$out"/works_{rel_grid,rel_mid,plain_grid}.json > "$out/readings_mid.txt"
