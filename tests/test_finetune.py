@@ -206,12 +206,12 @@ def test_relative_lr_sizes_each_tensors_rate_by_its_growth_over_the_init(ckpt, t
     assert all(lr == 1e-3 for name, lr in after.items() if not name.startswith('encoder.'))
     scratch = rates(finetune.starting_encoder(encoder, True, 1))
     assert all(0.85 < lr / 1e-3 < 1.15 for lr in scratch.values())
-    args = [f'--init_from={ckpt}', '--baseline=scratch', '--max_train_samples=32',
-            '--max_eval_samples=32', '--epochs=1', '--batch_size=16', '--max_length=64',
-            '--zero_shot_tokens=0', '--device=cpu', f'--cache_dir={tmp_path}', '--seeds=0,1,2']
+    args = [f'--init_from={ckpt}', '--max_train_samples=32', '--max_eval_samples=32',
+            '--epochs=1', '--batch_size=16', '--max_length=64', '--zero_shot_tokens=0',
+            '--device=cpu', f'--cache_dir={tmp_path}']
     assert not finetune.main(args)['relative_lr']
     assert finetune.main([*args, '--relative_lr'])['relative_lr']
-    assert len(list(tmp_path.glob('*.pt'))) == 12  # 3 seeds x 2 arms, with and without
+    assert len(list(tmp_path.glob('*.pt'))) == 2  # one run with the option, one without
 
 
 def test_zero_shot_scores_a_trained_mlm_above_random_weights(ckpt):
