@@ -651,7 +651,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
                 step += 1
                 if step % cfg['log_interval'] == 0 or step == steps:
                     eta = (time.time() - t0) / step * (steps - step)
-                    print(f"lr {lr:.0e}, seed {seed}, epoch {epoch}{'' if whole else ' (head)'}, "
+                    print(f"lr {lr:g}, seed {seed}, epoch {epoch}{'' if whole else ' (head)'}, "
                           f'step {step}/{steps}: loss {loss.item():.4f}, '
                           f'lr now {lr * schedule.lr_lambdas[0](step):.2e}, '
                           f'eta {eta / 60:.1f} min')
@@ -662,7 +662,7 @@ def finetune(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, s
     dev = scores(task, {'dev': predictions.pop('dev')}, {'dev': gold.pop('dev')})
     test = scores(task, predictions, gold)
     # dev only: test is read once the rate is chosen, so that nothing is tuned on it
-    print(f'lr {lr:.0e}, seed {seed}: dev {dev[task.metrics[0]]:.4f}')
+    print(f'lr {lr:g}, seed {seed}: dev {dev[task.metrics[0]]:.4f}')
     if run is not None:  # a wandb run
         run.log({f'dev_{k}': v for k, v in dev.items()}, step=step)
     return dict(dev=dev, test=test, predictions=next(iter(predictions.values())))
@@ -737,7 +737,7 @@ def one_run(cfg: dict, task: Task, encoder: Encoder, data: dict, pad_id: int, se
     path = cache.path(encoder, from_scratch, seed, lr) if cache is not None else None
     run = cache.load(path) if path is not None else None
     if run is not None:
-        print(f"lr {lr:.0e}, seed {seed}: dev {run['dev'][task.metrics[0]]:.4f} ({path})")
+        print(f"lr {lr:g}, seed {seed}: dev {run['dev'][task.metrics[0]]:.4f} ({path})")
         return run
     wandb_run = None
     if cfg['wandb_log']:
