@@ -589,14 +589,18 @@ def warmup_then_decay(optimizer: torch.optim.Optimizer, steps: int,
         optimizer, lambda s: min((s + 1) / (warmup + 1), (steps - s) / max(1, steps - warmup)))
 
 
+def rms(t: torch.Tensor) -> float:
+    """A tensor's root mean square."""
+    return t.detach().float().pow(2).mean().sqrt().item()
+
+
 def init_rms(config) -> dict[str, float]:
     """Each encoder tensor's RMS in a fresh draw of the architecture (seed 0, the caller's random
     state untouched)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         fresh = Encoder(config)
-    return {f'encoder.{n}': p.float().pow(2).mean().sqrt().item()
-            for n, p in fresh.named_parameters()}
+    return {f'encoder.{n}': rms(p) for n, p in fresh.named_parameters()}
 
 
 def relative_lr_groups(groups: list[dict], reference: dict[str, float], lr: float) -> list[dict]:
@@ -604,7 +608,7 @@ def relative_lr_groups(groups: list[dict], reference: dict[str, float], lr: floa
     reference; the head's new tensors, and those a fresh draw sets to zero, keep lr."""
     def rate(name: str, p: torch.Tensor) -> float:
         ref = reference.get(name, 0.0)
-        return lr * p.detach().float().pow(2).mean().sqrt().item() / ref if ref > 0 else lr
+        return lr * rms(p) / ref if ref > 0 else lr
     return [dict(g, params=[(n, p)], lr=rate(n, p)) for g in groups for n, p in g['params']]
 
 

@@ -20,7 +20,7 @@ runs = Path(sys.argv[1])
 
 
 def ratios(encoder, reference: dict) -> dict:
-    return {n: p.float().pow(2).mean().sqrt().item() / reference[f'encoder.{n}']
+    return {n: finetune.rms(p) / reference[f'encoder.{n}']
             for n, p in encoder.named_parameters() if reference[f'encoder.{n}'] > 0}
 
 
