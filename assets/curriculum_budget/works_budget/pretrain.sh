@@ -4,6 +4,8 @@
 #   bash assets/curriculum_budget/works_budget/pretrain.sh <folder>
 # and the amendment's one-seed fourth budget (PLAN.md):
 #   bash assets/curriculum_budget/works_budget/pretrain.sh <folder> b2400
+# and addendum 2's two more seeds at 2,400 s, side by side:
+#   bash assets/curriculum_budget/works_budget/pretrain.sh <folder> b2400_more
 set -euo pipefail
 out=$1
 mkdir -p "$out"
@@ -15,6 +17,12 @@ arm() {  # budget in seconds, seed
 }
 if [ "${2:-}" = b2400 ]; then
     arm 2400 1337
+    exit 0
+fi
+if [ "${2:-}" = b2400_more ]; then
+    arm 2400 1338 &
+    arm 2400 1339
+    wait
     exit 0
 fi
 (arm 1200 1337; arm 1200 1338) &

@@ -17,8 +17,8 @@ mkdir -p "$out"
 export OMP_NUM_THREADS=1 WANDB_MODE=disabled HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
 seeds="1337 1338"
-arm_seeds() {  # arm: its pre-training seeds (the amendment's b2400 has one)
-    if [ "$1" = b2400 ]; then echo 1337; else echo "$seeds"; fi
+arm_seeds() {  # arm: its pre-training seeds (b2400: the amendment's 1337 and addendum 2's two)
+    if [ "$1" = b2400 ]; then echo 1337 1338 1339; else echo "$seeds"; fi
 }
 ckpts() {  # arm (b300, b600, b1200, b2400): its checkpoints, comma-separated
     local s list=
@@ -57,4 +57,4 @@ fi
 for b in 300 600 1200 2400; do
     grep -A3 'test accuracy on' "$out/works_b$b.log"
 done > "$out/readings.txt"
-$PY dev/finetune_summary.py "$out"/works_b{300,600,1200}.json >> "$out/readings.txt"
+$PY dev/finetune_summary.py "$out"/works_b{300,600,1200,2400}.json >> "$out/readings.txt"
