@@ -51,3 +51,29 @@ for name in ('shakespeare_lines', 'shakespeare_works', 'val loss'):
                         ('curriculum - full, on the curriculum\'s iterations', it_cur, cur - full)):
         sessions_fit = slope(by_session(x), by_session(y))
         print(f'{name}, {label}: seeds {slope(x, y)}; sessions {sessions_fit}')
+
+
+def crossing(x: np.ndarray, y: np.ndarray) -> str:
+    """Where the fitted line reaches 0, with Fieller's 95% interval (the x at which 0 lies
+    inside the fit's pointwise interval); an extrapolation when it lies past the data."""
+    n, xm = len(x), x.mean()
+    fit = stats.linregress(x, y)
+    resid = y - (fit.intercept + fit.slope * x)
+    s2, sxx = resid @ resid / (n - 2), ((x - xm) ** 2).sum()
+    t2 = stats.t.ppf(0.975, n - 2) ** 2
+    # (a + b x)^2 = t^2 s^2 (1/n + (x - xm)^2 / sxx), a quadratic in x
+    a, b = fit.intercept, fit.slope
+    qa = b * b - t2 * s2 / sxx
+    qb = 2 * a * b + 2 * t2 * s2 * xm / sxx
+    qc = a * a - t2 * s2 * (1 / n + xm * xm / sxx)
+    disc = qb * qb - 4 * qa * qc
+    if qa <= 0 or disc < 0:
+        return f'{-a / b:,.0f} (the interval is unbounded)'
+    low, high = sorted(((-qb - disc ** 0.5) / (2 * qa), (-qb + disc ** 0.5) / (2 * qa)))
+    return f'{-a / b:,.0f} ({low:,.0f} to {high:,.0f})'
+
+
+gap = np.array([rows['shakespeare_lines'][s][0] - rows['shakespeare_lines'][s][1] for s in seeds])
+it_cur = np.array([runs[s][1] for s in seeds], dtype=float)
+seeds_x, sessions_x = crossing(it_cur, gap), crossing(by_session(it_cur), by_session(gap))
+print(f'the lines gap reaches 0 at iterations: seeds {seeds_x}; sessions {sessions_x}')
