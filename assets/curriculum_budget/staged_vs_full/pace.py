@@ -1,10 +1,10 @@
 """How each arm's readings move with the iterations its session's pace gave it (post hoc).
 
 The budget is wall-clock and the schedule follows it by fraction, so a faster session trains the
-same config, seed for seed, for more iterations of the same shape: a natural experiment in run
-length, confounded with the session (two seeds share one) and the seed. For each arm, and for the
-difference, the least-squares slope per 1,000 iterations with its 95% t-interval, over the ten
-seeds and over the five sessions' means.
+same config for more iterations of about the same shape; no seed ran at two paces, so run length
+is confounded with the session (host, time order; two seeds share one) and the seed. For each arm,
+and for the difference, the least-squares slope per 1,000 iterations with its 95% t-interval, over
+the seeds and over the sessions' means; then where the lines gap's fitted line reaches 0.
 
     python assets/curriculum_budget/staged_vs_full/pace.py [readings.txt] > pace.txt
 """
@@ -41,18 +41,6 @@ def by_session(values: np.ndarray) -> np.ndarray:
     return np.array([values[[runs[s][0] == k for s in seeds]].mean() for k in sessions])
 
 
-print(f'{len(seeds)} seeds over {len(sessions)} sessions; slope per 1,000 iterations of the arm')
-for name in ('shakespeare_lines', 'shakespeare_works', 'val loss'):
-    cur = np.array([rows[name][s][0] for s in seeds])
-    full = np.array([rows[name][s][1] for s in seeds])
-    it_cur = np.array([runs[s][1] for s in seeds], dtype=float)
-    it_full = np.array([runs[s][2] for s in seeds], dtype=float)
-    for label, x, y in (('curriculum arm', it_cur, cur), ('full arm', it_full, full),
-                        ('curriculum - full, on the curriculum\'s iterations', it_cur, cur - full)):
-        sessions_fit = slope(by_session(x), by_session(y))
-        print(f'{name}, {label}: seeds {slope(x, y)}; sessions {sessions_fit}')
-
-
 def crossing(x: np.ndarray, y: np.ndarray) -> str:
     """Where the fitted line reaches 0, with Fieller's 95% interval (the x at which 0 lies
     inside the fit's pointwise interval); an extrapolation when it lies past the data."""
@@ -73,7 +61,17 @@ def crossing(x: np.ndarray, y: np.ndarray) -> str:
     return f'{-a / b:,.0f} ({low:,.0f} to {high:,.0f})'
 
 
-gap = np.array([rows['shakespeare_lines'][s][0] - rows['shakespeare_lines'][s][1] for s in seeds])
 it_cur = np.array([runs[s][1] for s in seeds], dtype=float)
+it_full = np.array([runs[s][2] for s in seeds], dtype=float)
+print(f'{len(seeds)} seeds over {len(sessions)} sessions; slope per 1,000 iterations of the arm')
+for name in ('shakespeare_lines', 'shakespeare_works', 'val loss'):
+    cur = np.array([rows[name][s][0] for s in seeds])
+    full = np.array([rows[name][s][1] for s in seeds])
+    for label, x, y in (('curriculum arm', it_cur, cur), ('full arm', it_full, full),
+                        ('curriculum - full, on the curriculum\'s iterations', it_cur, cur - full)):
+        sessions_fit = slope(by_session(x), by_session(y))
+        print(f'{name}, {label}: seeds {slope(x, y)}; sessions {sessions_fit}')
+
+gap = np.array([rows['shakespeare_lines'][s][0] - rows['shakespeare_lines'][s][1] for s in seeds])
 seeds_x, sessions_x = crossing(it_cur, gap), crossing(by_session(it_cur), by_session(gap))
 print(f'the lines gap reaches 0 at iterations: seeds {seeds_x}; sessions {sessions_x}')
