@@ -29,12 +29,13 @@ PLANNED = int(os.environ.get('PLANNED', 10))
 FT_SEEDS = len(os.environ.get('FT_SEEDS', '0,1,2,3,4').split(','))
 LINES_RATES = tuple(os.environ.get('LINES_RATES', '0.0003333333333333333 1e-3').split())
 BUDGET = int(os.environ.get('BUDGET', 2700))
-ARMS = (sys.argv[2] if len(sys.argv) > 2 else 'staged', 'full')
+ARMS = tuple(sys.argv[2:4]) + ('staged', 'full')[len(sys.argv[2:4]):]
 TASKS = os.environ.get('TASKS', 'lines works').split()
 RATES = {task: {'lines': LINES_RATES, 'works': ('1e-3', '3e-3', '9e-3')}[task] for task in TASKS}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
 GOAL = {'val loss': -1, **{f'shakespeare_{task}': 1 for task in TASKS}}
+VOCAB_OPS = ('resize_vocabulary', 'set_vocab_remapping', 'disable_vocab_remapping')
 SCORES = os.environ.get('SCORES', '1') == '1'  # run.sh's zero-shot scores and val loss split
 DESCRIPTIVE = ({'folded val loss': -1, 'zero-shot accuracy': 1, 'pseudo-log-likelihood': 1}
                if SCORES else {})
@@ -56,9 +57,14 @@ def void(seed: str) -> str | None:
         with open(os.path.join(HERE, f'{arm}_s{seed}.log')) as f:
             if not re.search(r'saved \S+ckpt\.pt\s*$', f.read()):
                 return f'the {arm} log does not end with its final save'
-    ops = [r['op'] for r in read(f'{ARMS[0]}_s{seed}.jsonl') if 'op' in r]
-    if not ops or ops[-1] != 'disable_vocab_remapping':
-        return f'the {ARMS[0]} run did not end in the full vocabulary'
+    for arm in ARMS:  # a curriculum arm ends in the full vocabulary at the full arm's batch (16)
+        ops = [r for r in read(f'{arm}_s{seed}.jsonl') if 'op' in r]
+        vocab = [r['op'] for r in ops if r['op'] in VOCAB_OPS]
+        batch = [r['value'] for r in ops if r['op'] == 'set_batch_size']
+        if (arm == ARMS[0] or vocab) and (not vocab or vocab[-1] != 'disable_vocab_remapping'):
+            return f'the {arm} run did not end in the full vocabulary'
+        if batch and batch[-1] != 16:
+            return f'the {arm} run did not end at batch 16'
     return None
 
 
@@ -127,9 +133,9 @@ def main(planned: int | None = PLANNED) -> dict | None:
     for seed, _ in valid:
         rows = {arm: row(seed, arm, rates) for arm in ARMS}
         for name in diffs:
-            diffs[name].append(rows[ARMS[0]][name] - rows['full'][name])
+            diffs[name].append(rows[ARMS[0]][name] - rows[ARMS[1]][name])
         print(f'seed {seed}: ' + '; '.join(
-            f"{name} {rows[ARMS[0]][name]:.4f} - {rows['full'][name]:.4f} = {d[-1]:+.4f}"
+            f"{name} {rows[ARMS[0]][name]:.4f} - {rows[ARMS[1]][name]:.4f} = {d[-1]:+.4f}"
             for name, d in diffs.items()))
     sessions = sorted({session for _, session in valid})
     for name, better in {**GOAL, **DESCRIPTIVE}.items():
@@ -146,7 +152,7 @@ def main(planned: int | None = PLANNED) -> dict | None:
                                 for session in sessions])
         over_sessions = (f'; over the {len(sessions)} sessions\' means {t_interval(per_session)}'
                          if len(sessions) > 1 else '')
-        print(f'{ARMS[0]} - full over {planned} seeds, {name}: {t_interval(values)}{verdict}'
+        print(f'{ARMS[0]} - {ARMS[1]} over {planned} seeds, {name}: {t_interval(values)}{verdict}'
               + over_sessions)
     return dict(valid=[s for s, _ in valid], rates=rates, diffs=diffs)
 
