@@ -8,10 +8,7 @@
 set -euo pipefail
 runs=$1 runs2=$2 load=$3
 shift 3
-alive() { local n=0 p; for p in "$@"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
-while [ "$(alive "$@")" = 2 ]; do sleep 5; done
-kill "$load"  # the load window ends when the first arm does, as run.sh has it
-while [ "$(alive "$@")" != 0 ]; do sleep 5; done
+bash assets/curriculum_budget/staged_vs_full/await_pair.sh "$load" "$@"
 here=assets/curriculum_budget/early_decay_2700s
 common=(BUDGET=2700 FT_SEEDS=0,1,2 TASKS=lines SCORES=0
         LINES_RATES="0.0003333333333333333 1e-3")

@@ -1,14 +1,15 @@
 """PLAN.md's readings for the staged curriculum against the full vocabulary at 45 minutes, from the
 raw files run.sh copies here. Every seed that started is listed with its validity (the load rule,
-both logs ending with their final save, the staged run back in the full vocabulary) and each arm's
-iterations; until the plan's ten valid seeds are in, nothing else. Then: each arm's fine-tuning
-rate per task chosen on dev over the ten, per seed both arms' readings and staged minus full, and
-over the ten the mean, its 95% t-interval and the goal's verdict; beside it the interval over the
-sessions' means.
+both logs ending with their final save, each curriculum arm back in the full vocabulary at batch
+16) and each arm's iterations; until the plan's ten valid seeds are in, nothing else. Then: each
+arm's fine-tuning rate per task chosen on dev over the ten, per seed both arms' readings and
+staged minus full, and over the ten the mean, its 95% t-interval and the goal's verdict; beside
+it the interval over the sessions' means.
 
     python assets/curriculum_budget/staged_vs_full/readings.py > readings.txt
-    python assets/curriculum_budget/staged_vs_full/readings.py <folder> <arm>
-        # another study of run.sh's (CONFIG=... ARM=<arm> HERE=<folder>): its curriculum arm
+    python assets/curriculum_budget/staged_vs_full/readings.py <folder> <arm> [<ref>]
+        # another study of run.sh's (CONFIG=... ARM=<arm> HERE=<folder>): its curriculum arm,
+        # and the arm it was paired with where that is not the full vocabulary (REF=<ref>)
 """
 import glob
 import json
@@ -18,7 +19,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'dev'))
+ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..')
+sys.path[:0] = [ROOT, os.path.join(ROOT, 'dev')]
+from curriculum import REMAPPING_OPERATIONS  # noqa: E402
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +38,6 @@ RATES = {task: {'lines': LINES_RATES, 'works': ('1e-3', '3e-3', '9e-3')}[task] f
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
 GOAL = {'val loss': -1, **{f'shakespeare_{task}': 1 for task in TASKS}}
-VOCAB_OPS = ('resize_vocabulary', 'set_vocab_remapping', 'disable_vocab_remapping')
 SCORES = os.environ.get('SCORES', '1') == '1'  # run.sh's zero-shot scores and val loss split
 DESCRIPTIVE = ({'folded val loss': -1, 'zero-shot accuracy': 1, 'pseudo-log-likelihood': 1}
                if SCORES else {})
@@ -59,9 +61,9 @@ def void(seed: str) -> str | None:
                 return f'the {arm} log does not end with its final save'
     for arm in ARMS:  # a curriculum arm ends in the full vocabulary at the full arm's batch (16)
         ops = [r for r in read(f'{arm}_s{seed}.jsonl') if 'op' in r]
-        vocab = [r['op'] for r in ops if r['op'] in VOCAB_OPS]
+        vocab = [r['op'] for r in ops if r['op'] in REMAPPING_OPERATIONS]
         batch = [r['value'] for r in ops if r['op'] == 'set_batch_size']
-        if (arm == ARMS[0] or vocab) and (not vocab or vocab[-1] != 'disable_vocab_remapping'):
+        if vocab[-1:] != ['disable_vocab_remapping'] and (vocab or arm == ARMS[0]):
             return f'the {arm} run did not end in the full vocabulary'
         if batch and batch[-1] != 16:
             return f'the {arm} run did not end at batch 16'
