@@ -2,15 +2,20 @@
 run, shakespeare_lines (mean of fine-tuning seeds 0 to 2) at both rates and val loss at the end;
 then the length gap per seed and its mean, and each replay against its timed run.
 
-    python assets/curriculum_budget/length_2700s/readings.py > readings.txt
+    python assets/curriculum_budget/length_2700s/readings.py [<runs folder>] > readings.txt
+
+With the runs folder (run.sh's, holding the checkpoints) it also prints each replay's layer-matrix
+RMS and largest spectral norm, and those of seed 1440's timed checkpoint (TIMED_1440).
 """
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RATES = ('0.0003333333333333333', '1e-3')
 LOW, HIGH = RATES
 # seed: (its 10,001-iteration replay, its 7,121-iteration replay, its timed run's folder and name)
+TIMED_1440 = '/work/runs/es2/staged_s1440/ckpt.pt'  # ../equal_steps_2700s/second.sh's runs folder
 SEEDS = {1356: ('r1356', 'b1356', ('staged_vs_full', 'staged_s1356')),
          1440: ('a1440', 'r1440', ('equal_steps_2700s/vs_staged', 'staged_s1440'))}
 
@@ -54,6 +59,13 @@ def main() -> None:
     verdict = ('a lead for length' if mean <= -0.04 and all(g[LOW] < 0 for g in gaps.values()) else
                'length not shown' if mean > -0.02 else 'not resolved')
     print(f'1. length at 3.3e-4: {verdict}')
+    if len(sys.argv) > 1:
+        sys.path.insert(0, os.path.join(HERE, '..', 'onegrow_lines_rate'))
+        from weights import sizes
+        ckpts = {n: os.path.join(sys.argv[1], n, 'ckpt.pt') for v in SEEDS.values() for n in v[:2]}
+        for name, path in dict(ckpts, staged_s1440=TIMED_1440).items():
+            rms, norm = sizes(path)
+            print(f'{name}: layer-matrix RMS {rms:.4f}, largest spectral norm {norm:.2f}')
 
 
 if __name__ == '__main__':
