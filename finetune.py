@@ -50,6 +50,7 @@ from data import SHAKESPEARE_HELD_OUT, shakespeare_split, shakespeare_split_rule
 from errors import fail, first_line
 from model import Encoder
 from optim import weight_decay_groups
+from runlog import machine
 from tokenizer import Tokenizer, load_recorded_tokenizer, load_tokenizer
 
 DEFAULTS = dict(
@@ -1097,7 +1098,7 @@ def main(argv: list[str]) -> dict:
                   batch_size=cfg['batch_size'], max_length=cfg['max_length'],
                   train_examples=len(labelled_subset(len(task.train), cfg['max_train_samples'], 0)),
                   test_examples=len(data['evals'][next(iter(task.tests))][1]), note=task.note,
-                  held_out=held_out)
+                  held_out=held_out, machine=machine())
     if other is not None:
         result['baseline'] = dict(arm=cfg['baseline'], value=other['metrics'][task.metrics[0]],
                                   mean=other['interval'][0], interval=other['interval'][1:],

@@ -5,11 +5,36 @@ lines printed on stdout.
 """
 import json
 import os
+import platform
 import time
 from contextlib import contextmanager
 
+import torch
+
 from distributed import wait_for_device
 from errors import fail, first_line
+
+
+def cpu_name() -> str:
+    """The CPU's model name where Linux says it, else what the platform module knows."""
+    try:
+        with open('/proc/cpuinfo') as f:
+            return next(line.split(':', 1)[1].strip() for line in f
+                        if line.startswith('model name'))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    """What a run's numbers depend on besides its settings: the torch build, the vector kernels it
+    picked for this CPU (AVX2, AVX512, ...), its threads, and the CPU and GPU by name. One seed and
+    config trained on two machines round differently and can end measurably apart."""
+    info = dict(torch=torch.__version__, cpu=cpu_name(),
+                cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                threads=torch.get_num_threads())
+    if torch.cuda.is_available():
+        info['gpu'] = torch.cuda.get_device_name()
+    return info
 
 
 class RunLog:
@@ -64,7 +89,8 @@ class RunLog:
         if run_settings is not None and not self.size():
             # the file only: wandb has the settings as its run config
             with open(self.path, 'a') as f:
-                f.write(json.dumps(dict(iter=0, run_settings=run_settings)) + '\n')
+                f.write(json.dumps(dict(iter=0, run_settings=run_settings, machine=machine()))
+                        + '\n')
         return run_id
 
     def _drop_torn_line(self) -> None:

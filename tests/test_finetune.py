@@ -255,6 +255,7 @@ def test_shakespeare_works_end_to_end_with_a_baseline(ckpt, tmp_path):
     assert result['task'] == 'shakespeare_works' and result['metric'] == 'accuracy'
     assert not result['from_scratch'] and result['train_examples'] == 96
     assert result['test_examples'] == 64 and len(result['per_seed']) == 3
+    assert result['machine']['cpu_capability'] == torch.backends.cpu.get_cpu_capability()
     assert 0 <= result['value'] <= 1
     assert result['interval'][0] <= result['mean'] <= result['interval'][1]
     assert 0 < result['majority_baseline'] < 0.2

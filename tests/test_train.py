@@ -24,6 +24,11 @@ def test_demo_config_learns_and_its_checkpoint_reloads(data_root, tmp_path):
                '--max_iters=80', '--eval_interval=40', '--eval_iters=4')
     evals = [m for m in read_metrics(out) if 'val_loss' in m]
     assert [m['iter'] for m in evals] == [0, 40, 80]
+    # the log's first record holds the machine beside the settings: runs of one seed and config
+    # on two machines can differ, and the log must say which machine each ran on
+    settings = json.loads((out / 'metrics.jsonl').read_text().splitlines()[0])
+    assert settings['machine']['torch'] == torch.__version__ and settings['machine']['cpu']
+    assert settings['machine']['cpu_capability'] == torch.backends.cpu.get_cpu_capability()
     # a new model starts at the unigram distribution (decoder_bias_init), far below the uniform
     # ln(50,368) = 10.8
     assert evals[0]['val_loss'] < 7.0 and evals[-1]['val_loss'] < evals[0]['val_loss'] - 0.3, evals
