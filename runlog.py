@@ -27,12 +27,13 @@ def cpu_name() -> str:
 
 def machine() -> dict:
     """What a run's numbers depend on besides its settings: the torch build, the vector kernels it
-    picked for this CPU (AVX2, AVX512, ...), its threads, and the CPU and GPU by name. One seed and
+    picked for this CPU (AVX2, AVX512, ...), its threads, and the CPU and the GPU it uses by name
+    (CUDA is initialised only in a run on it, so a CPU run never opens a GPU to ask). One seed and
     config trained on two machines round differently and can end measurably apart."""
     info = dict(torch=torch.__version__, cpu=cpu_name(),
                 cpu_capability=torch.backends.cpu.get_cpu_capability(),
                 threads=torch.get_num_threads())
-    if torch.cuda.is_available():
+    if torch.cuda.is_initialized():
         info['gpu'] = torch.cuda.get_device_name()
     return info
 
