@@ -690,7 +690,8 @@ class RunCache:
     """Finished runs in a folder (--cache_dir), one file each, named by a hash of what the run
     depends on: the start weights (only the architecture for random weights), the task's encoded
     examples, labels and metrics, RUN_SETTINGS, the device type (bf16 on CUDA), the torch version,
-    seed and rate. Not the code: a changed finetune.py or model.py needs an empty folder."""
+    the CPU's vector kernels or the GPU by name, seed and rate. Not the code: a changed finetune.py
+    or model.py needs an empty folder."""
 
     def __init__(self, folder: str, cfg: dict, task: Task, data: dict, pad_id: int):
         self.folder = Path(folder)
@@ -703,9 +704,16 @@ class RunCache:
                                train_labels.tolist(),
                                {split: (ids, gold.tolist())
                                 for split, (ids, gold) in data['evals'].items()}])
+        device = torch.device(cfg['device'])
         self.common = dict(examples=hashlib.sha256(examples.encode()).hexdigest(),
-                           device=torch.device(cfg['device']).type, torch=torch.__version__,
+                           device=device.type, torch=torch.__version__,
                            **{k: cfg[k] for k in RUN_SETTINGS})
+        # one seed's run rounds differently under other vector kernels or on another GPU, so a
+        # folder shared between machines reads back only the runs made on this kind of machine
+        if device.type == 'cpu':
+            self.common['cpu_capability'] = torch.backends.cpu.get_cpu_capability()
+        elif device.type == 'cuda':
+            self.common['gpu'] = torch.cuda.get_device_name(device)
         if cfg['relative_lr']:  # only when set, so that runs cached before it existed read back
             self.common['relative_lr'] = True
         self.starts = {}  # id(encoder) -> what it is, hashed once

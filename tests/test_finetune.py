@@ -364,9 +364,10 @@ def test_a_setting_change_is_read_back_from_both_caches(ckpt, tmp_path, capsys):
     assert f'gap (arm less baseline): second minus first {arm - base:+.4f} (' in out
 
 
-def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path):
+def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path, monkeypatch):
     """A run's file changes with its seed, rate, start weights (for random weights only the
-    architecture), each setting that shapes a run, the examples and the device type."""
+    architecture), each setting that shapes a run, the examples, the device type and the CPU's
+    vector kernels."""
     from model import EncoderConfig
     small = dict(vocab_size=96, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                  num_attention_heads=2)
@@ -390,6 +391,11 @@ def test_a_cached_run_is_known_by_everything_it_depends_on(tmp_path):
                *[cache({k: 'other'}).path(encoder, False, 0, 1e-3)
                  for k in finetune.RUN_SETTINGS]]
     assert path not in changed and len(set(changed)) == len(changed)
+    # the same run on a CPU whose vector kernels torch picks otherwise (AVX512 against AVX2)
+    other_kernels = 'AVX512' if torch.backends.cpu.get_cpu_capability() != 'AVX512' else 'AVX2'
+    monkeypatch.setattr(torch.backends.cpu, 'get_cpu_capability', lambda: other_kernels)
+    assert cache({}).path(encoder, False, 0, 1e-3) not in [path, *changed]
+    monkeypatch.undo()
     # a setting added later keys only the runs that set it: older caches still read back
     assert 'relative_lr' not in base.common
     assert cache({'relative_lr': True}).path(encoder, False, 0, 1e-3) not in [path, *changed]
