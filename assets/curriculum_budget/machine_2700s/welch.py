@@ -1,0 +1,46 @@
+"""PLAN.md's second-session readings on lines, from readings.py's per-seed lines: the new pair
+(seeds 1460, 1461) alone against the plan's thresholds, and, descriptive, the four seeds on this
+machine against the ten seeds of ../staged_vs_full by Welch's interval.
+
+    python assets/curriculum_budget/machine_2700s/welch.py readings_four.txt > welch.txt
+"""
+import os
+import re
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'dev'))
+from domain_arms_summary import T975, t_interval  # noqa: E402
+
+NEW = ('1460', '1461')
+
+
+def differences(path: str) -> dict[str, float]:
+    """seed -> staged - full on shakespeare_lines, from readings.py's per-seed lines."""
+    with open(path) as f:
+        return {m[1]: float(m[2]) for m in
+                re.finditer(r'^seed (\d+):.*?shakespeare_lines \S+ - \S+ = (\S+?)[;\n]', f.read(),
+                            re.M)}
+
+
+here = differences(os.path.join(HERE, sys.argv[1]))
+ten = np.array(list(differences(os.path.join(HERE, '..', 'staged_vs_full', 'readings.txt'))
+                    .values()))
+new = [here[s] for s in NEW if s in here]
+if len(new) < 2:
+    print(f'the new pair: {len(new)} valid seed(s), not resolved')
+else:
+    mean = np.mean(new)
+    verdict = ('reproduced in this session' if mean <= -0.025 else
+               'smaller in this session' if mean > -0.008 else 'not resolved')
+    print(f'the new pair ({", ".join(NEW)}): {", ".join(f"{d:+.4f}" for d in new)}, '
+          f'mean {mean:+.4f}: {verdict}')
+four = np.array(list(here.values()))
+print(f'{len(four)} seeds on this machine (two sessions, descriptive): {t_interval(four, "+.4f")}')
+v4, v10 = four.var(ddof=1) / len(four), ten.var(ddof=1) / len(ten)
+df = int((v4 + v10) ** 2 / (v4 ** 2 / (len(four) - 1) + v10 ** 2 / (len(ten) - 1)))
+diff, half = four.mean() - ten.mean(), T975[min(df, 10)] * np.sqrt(v4 + v10)  # df > 10: t(10)
+print(f'minus the ten seeds ({ten.mean():+.4f}), Welch: {diff:+.4f} ({diff - half:+.4f} to '
+      f'{diff + half:+.4f}; {df} degrees of freedom{", t at 10" if df > 10 else ""})')
