@@ -25,16 +25,17 @@ from curriculum import REMAPPING_OPERATIONS  # noqa: E402
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-# another study of run.sh's sets its size, fine-tuning seeds, lines grid, budget and tasks (the
+# another study of run.sh's sets its size, fine-tuning seeds, rate grids, budget and tasks (the
 # goal's bars are the 45-minute budget's at ten seeds; otherwise its readings are descriptive), as
 # ../onegrow_900s and ../early_decay_2700s do
 PLANNED = int(os.environ.get('PLANNED', 10))
 FT_SEEDS = len(os.environ.get('FT_SEEDS', '0,1,2,3,4').split(','))
 LINES_RATES = tuple(os.environ.get('LINES_RATES', '0.0003333333333333333 1e-3').split())
+WORKS_RATES = tuple(os.environ.get('WORKS_RATES', '1e-3 3e-3 9e-3').split())
 BUDGET = int(os.environ.get('BUDGET', 2700))
 ARMS = tuple(sys.argv[2:4]) + ('staged', 'full')[len(sys.argv[2:4]):]
 TASKS = os.environ.get('TASKS', 'lines works').split()
-RATES = {task: {'lines': LINES_RATES, 'works': ('1e-3', '3e-3', '9e-3')}[task] for task in TASKS}
+RATES = {task: {'lines': LINES_RATES, 'works': WORKS_RATES}[task] for task in TASKS}
 # (reading, +1 where higher is better): the goal reads the far end of staged - full against
 # -0.01 (higher is better) or +0.01 (val loss); the rest are descriptive
 GOAL = {'val loss': -1, **{f'shakespeare_{task}': 1 for task in TASKS}}

@@ -9,10 +9,11 @@
 # study runs another curriculum config under another arm name into its own folder through
 # CONFIG=<config> ARM=<name> HERE=<folder>, as ../onegrow_vs_full/run.sh does, and on another budget
 # with BUDGET=<seconds> FT_SEEDS=<fine-tuning seeds>, as ../onegrow_900s/run.sh does; TASKS=lines
-# fine-tunes on lines alone, LINES_RATES=<rates> sets its grid and SCORES=0 leaves out the zero-shot
-# scores and the val loss split, as ../early_decay_2700s/run.sh does; REF=<name>
-# REF_CONFIG=<config> pairs it with another arm than the full vocabulary, and PRETRAINED=1
-# fine-tunes a pair already trained into the runs folder, as ../early_decay_2700s/second.sh does)
+# fine-tunes on lines alone, LINES_RATES=<rates> and WORKS_RATES=<rates> set the tasks' grids and
+# SCORES=0 leaves out the zero-shot scores and the val loss split, as ../early_decay_2700s/run.sh
+# does; REF=<name> REF_CONFIG=<config> pairs it with another arm than the full vocabulary, and
+# PRETRAINED=1 fine-tunes a pair already trained into the runs folder, as
+# ../early_decay_2700s/second.sh does)
 set -euo pipefail
 runs=$1
 shift
@@ -29,7 +30,7 @@ PY=${PY:-.venv/bin/python}
 lines=(--task=shakespeare_lines --max_train_samples=5000 --epochs=2)
 works=(--task=shakespeare_works --max_train_samples=300 --epochs=10)
 lines_rates=${LINES_RATES:-"0.0003333333333333333 1e-3"}
-works_rates="1e-3 3e-3 9e-3"
+works_rates=${WORKS_RATES:-"1e-3 3e-3 9e-3"}
 finetune() {  # <seed> <arm>: both tasks at each rate, one after the other, on one core
     local s=$1 arm=$2 lr task
     for task in ${TASKS:-lines works}; do
