@@ -1,8 +1,9 @@
-"""PLAN.md's second-session readings on lines, from readings.py's per-seed lines: the new pair
-(seeds 1460, 1461) alone against the plan's thresholds, and, descriptive, the four seeds on this
-machine against the ten seeds of ../staged_vs_full by Welch's interval.
+"""PLAN.md's readings of a later session on lines, from readings.py's per-seed lines: the new pair
+(NEW, seeds 1460 and 1461 unless set) alone against the plan's thresholds, and, descriptive, all
+the seeds on this machine against the ten seeds of ../staged_vs_full by Welch's interval.
 
     python assets/curriculum_budget/machine_2700s/welch.py readings_four.txt > welch.txt
+    NEW="1470 1471" python assets/curriculum_budget/machine_2700s/welch.py readings_six.txt
 """
 import os
 import re
@@ -14,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'dev'))
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
-NEW = ('1460', '1461')
+NEW = tuple(os.environ.get('NEW', '1460 1461').split())
 
 
 def differences(path: str) -> dict[str, float]:
@@ -37,10 +38,10 @@ else:
                'smaller in this session' if mean > -0.008 else 'not resolved')
     print(f'the new pair ({", ".join(NEW)}): {", ".join(f"{d:+.4f}" for d in new)}, '
           f'mean {mean:+.4f}: {verdict}')
-four = np.array(list(here.values()))
-print(f'{len(four)} seeds on this machine (two sessions, descriptive): {t_interval(four, "+.4f")}')
-v4, v10 = four.var(ddof=1) / len(four), ten.var(ddof=1) / len(ten)
-df = int((v4 + v10) ** 2 / (v4 ** 2 / (len(four) - 1) + v10 ** 2 / (len(ten) - 1)))
-diff, half = four.mean() - ten.mean(), T975[min(df, 10)] * np.sqrt(v4 + v10)  # df > 10: t(10)
+mine = np.array(list(here.values()))
+print(f'{len(mine)} seeds on this machine (descriptive): {t_interval(mine, "+.4f")}')
+v_here, v10 = mine.var(ddof=1) / len(mine), ten.var(ddof=1) / len(ten)
+df = int((v_here + v10) ** 2 / (v_here ** 2 / (len(mine) - 1) + v10 ** 2 / (len(ten) - 1)))
+diff, half = mine.mean() - ten.mean(), T975[min(df, 10)] * np.sqrt(v_here + v10)  # df > 10: t(10)
 print(f'minus the ten seeds ({ten.mean():+.4f}), Welch: {diff:+.4f} ({diff - half:+.4f} to '
       f'{diff + half:+.4f}; {df} degrees of freedom{", t at 10" if df > 10 else ""})')

@@ -29,6 +29,7 @@ HERE = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__f
 # goal's bars are the 45-minute budget's at ten seeds; otherwise its readings are descriptive), as
 # ../onegrow_900s and ../early_decay_2700s do
 PLANNED = int(os.environ.get('PLANNED', 10))
+SEEDS = os.environ.get('SEEDS', '').split()  # only these seeds of the folder, where set
 FT_SEEDS = len(os.environ.get('FT_SEEDS', '0,1,2,3,4').split(','))
 LINES_RATES = tuple(os.environ.get('LINES_RATES', '0.0003333333333333333 1e-3').split())
 WORKS_RATES = tuple(os.environ.get('WORKS_RATES', '1e-3 3e-3 9e-3').split())
@@ -106,6 +107,7 @@ def main(planned: int | None = PLANNED) -> dict | None:
     at least two), for a study built on this one (../passes_300s/readings.py)."""
     seeds = sorted(re.search(r'_s(\d+)\.txt$', p).group(1)
                    for p in glob.glob(os.path.join(HERE, 'loadavg_s*.txt')))
+    seeds = [seed for seed in seeds if seed in SEEDS or not SEEDS]
     valid = []
     for seed in seeds:
         why = void(seed)
