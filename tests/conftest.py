@@ -74,9 +74,10 @@ def train_args(data_root, out_dir, *args) -> list[str]:
     return [*files, *TINY, f'--data_root={data_root}', f'--out_dir={out_dir}', *overrides]
 
 
-def train(data_root, out_dir, *args, check=True):
+def train(data_root, out_dir, *args, check=True, timeout=600):
     """train.py with the TINY model, in a new process."""
-    return run_script('train.py', *train_args(data_root, out_dir, *args), check=check)
+    return run_script('train.py', *train_args(data_root, out_dir, *args), check=check,
+                      timeout=timeout)
 
 
 def stop_in_process(script: str, *args: str) -> str:

@@ -28,6 +28,11 @@ CURRICULUM = [
 ]
 
 
+# a compiled curriculum run compiles afresh at each rebuilding operation: about 5 minutes on an idle
+# 2-core machine, and past 10 on one that is also running other jobs
+COMPILE_TIMEOUT = 1800
+
+
 def curriculum_args(data_root, tmp_path, schedule=CURRICULUM):
     path = tmp_path / 'schedule.json'
     path.write_text(json.dumps(schedule))
@@ -486,7 +491,7 @@ def test_compiled_curriculum_trains_as_eager(data_root, tmp_path):
     args = [*curriculum_args(data_root, tmp_path), '--dropout=0.0', '--optimizer_name=stable_adamw',
             '--inject_nonfinite_at=[4]']
     train(data_root, tmp_path / 'eager', *args)
-    train(data_root, tmp_path / 'compiled', *args, '--compile=True')
+    train(data_root, tmp_path / 'compiled', *args, '--compile=True', timeout=COMPILE_TIMEOUT)
     eager, compiled = losses(tmp_path / 'eager'), losses(tmp_path / 'compiled')
     assert len(eager) == len(compiled) == 10
     assert compiled == pytest.approx(eager, rel=1e-3)
@@ -506,7 +511,8 @@ def test_compiled_phases_train_as_eager(data_root, tmp_path):
     args = [f'--schedule={path}', '--dropout=0.0', '--eval_interval=3', '--max_iters=7',
             '--max_position_embeddings=128']
     train(data_root, tmp_path / 'eager', *args)
-    result = train(data_root, tmp_path / 'compiled', *args, '--compile=True')
+    result = train(data_root, tmp_path / 'compiled', *args, '--compile=True',
+                   timeout=COMPILE_TIMEOUT)
     assert result.stdout.count('compiling the model') == 2  # the start and the context extension
     assert losses(tmp_path / 'compiled') == pytest.approx(losses(tmp_path / 'eager'), rel=1e-3)
 
