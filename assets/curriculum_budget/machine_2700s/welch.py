@@ -1,9 +1,13 @@
 """PLAN.md's readings of a later session on lines, from readings.py's per-seed lines: the new pair
 (NEW, seeds 1460 and 1461 unless set) alone against the plan's thresholds, and, descriptive, all
-the seeds on this machine against the ten seeds of ../staged_vs_full by Welch's interval.
+the seeds on this kind of machine against the ten seeds of ../staged_vs_full by Welch's interval,
+and, where BOOTS names the seeds of each boot of the machine (comma-separated, boots apart by
+spaces), the interval over the boots' means.
 
     python assets/curriculum_budget/machine_2700s/welch.py readings_four.txt > welch.txt
     NEW="1470 1471" python assets/curriculum_budget/machine_2700s/welch.py readings_six.txt
+    NEW="1490 1491" BOOTS="1450,1451,1460,1461 1470,1471 1480,1481,1490,1491" \
+        python assets/curriculum_budget/machine_2700s/welch.py readings_ten.txt
 """
 import os
 import re
@@ -16,6 +20,7 @@ sys.path.insert(0, os.path.join(HERE, '..', '..', '..', 'dev'))
 from domain_arms_summary import T975, t_interval  # noqa: E402
 
 NEW = tuple(os.environ.get('NEW', '1460 1461').split())
+BOOTS = [boot.split(',') for boot in os.environ.get('BOOTS', '').split()]
 
 
 def differences(path: str) -> dict[str, float]:
@@ -39,7 +44,10 @@ else:
     print(f'the new pair ({", ".join(NEW)}): {", ".join(f"{d:+.4f}" for d in new)}, '
           f'mean {mean:+.4f}: {verdict}')
 mine = np.array(list(here.values()))
-print(f'{len(mine)} seeds on this machine (descriptive): {t_interval(mine, "+.4f")}')
+print(f'{len(mine)} seeds on this kind of machine (descriptive): {t_interval(mine, "+.4f")}')
+if BOOTS:
+    boots = np.array([np.mean([here[s] for s in boot]) for boot in BOOTS])
+    print(f"over the {len(boots)} boots' means (descriptive): {t_interval(boots, '+.4f')}")
 v_here, v10 = mine.var(ddof=1) / len(mine), ten.var(ddof=1) / len(ten)
 df = int((v_here + v10) ** 2 / (v_here ** 2 / (len(mine) - 1) + v10 ** 2 / (len(ten) - 1)))
 diff, half = mine.mean() - ten.mean(), T975[min(df, 10)] * np.sqrt(v_here + v10)  # df > 10: t(10)
